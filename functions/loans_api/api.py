@@ -1,0 +1,84 @@
+"""loans-api's routes: parse, call the service once, map the reply. No AWS and no environment here."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.params import Path
+
+from functions.loans_api.models import (
+    ENTITY_ID_PATTERN,
+    JOURNEY_ID_PATTERN,
+    AcceptanceRequest,
+    DisbursementRequest,
+    JourneyTruthResponse,
+    SimulationRequest,
+)
+from functions.loans_api.service import KeyedRequest, LoansService, Reply
+from shared import problems
+from shared.idempotency import HEADER, REPLAYED_HEADER, require_key
+
+EntityId = Annotated[str, Path(pattern=ENTITY_ID_PATTERN)]
+_WRITE_ERRORS = problems.problem_responses(400, 404, 409, 413, 422, 503)
+
+
+def create_app(service: LoansService) -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(enable_validation=True)
+    problems.install(app)
+
+    def keyed() -> KeyedRequest:
+        event = app.current_event
+        key = require_key(event.headers.get(HEADER))
+        return KeyedRequest(key=key, method=event.http_method, path=event.path, body=event.json_body)
+
+    def reply(result: Reply) -> Response[str]:
+        headers = {REPLAYED_HEADER: "true"} if result.replayed else {}
+        return Response(status_code=result.status, content_type="application/json", body=result.body, headers=headers)
+
+    @app.post("/simulations", operation_id="createSimulation", responses=_WRITE_ERRORS,
+              summary="Price a loan and make it the journey's active simulation (supersedes the previous one).")
+    def create_simulation(body: SimulationRequest) -> Response[str]:
+        return reply(service.create_simulation(keyed(), body.journeyId, body.amount, body.termMonths))
+
+    @app.post("/simulations/<simulation_id>/cancel", operation_id="cancelSimulation", responses=_WRITE_ERRORS)
+    def cancel_simulation(simulation_id: EntityId) -> Response[str]:
+        return reply(service.cancel_simulation(keyed(), simulation_id))
+
+    @app.post("/acceptances", operation_id="createAcceptance", responses=_WRITE_ERRORS)
+    def create_acceptance(body: AcceptanceRequest) -> Response[str]:
+        return reply(service.create_acceptance(keyed(), body.journeyId, body.simulationId))
+
+    @app.post("/acceptances/<acceptance_id>/cancel", operation_id="cancelAcceptance", responses=_WRITE_ERRORS)
+    def cancel_acceptance(acceptance_id: EntityId) -> Response[str]:
+        return reply(service.cancel_acceptance(keyed(), acceptance_id))
+
+    @app.post("/disbursements", operation_id="createDisbursement", responses=_WRITE_ERRORS,
+              summary="Disburse the journey's active acceptance. One disbursement per journey, ever.")
+    def create_disbursement(body: DisbursementRequest) -> Response[str]:
+        return reply(service.create_disbursement(keyed(), body.journeyId, body.acceptanceId))
+
+    @app.get("/journeys/<journey_id>", operation_id="getJourneyTruth",
+             responses={200: {"description": "The journey's truth.",
+                              "content": {"application/json": {"model": JourneyTruthResponse}}},
+                        **problems.problem_responses(404)})
+    def get_journey(journey_id: Annotated[str, Path(pattern=JOURNEY_ID_PATTERN)]) -> Response[str]:
+        truth = service.journey(journey_id)
+        body: dict[str, Any] = {
+            "journeyId": truth.journey_id,
+            "seq": truth.seq,
+            "state": truth.snapshot.state,
+            "simulations": truth.simulations,
+            "acceptances": truth.acceptances,
+            "disbursement": truth.disbursement,
+            "events": truth.events,
+        }
+        return Response(status_code=200, content_type="application/json", body=json.dumps(body))
+
+    @app.get("/health", operation_id="health")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    problems.serve_openapi(app, title="loans-api", description="The system of record for loan journeys.")
+    return app

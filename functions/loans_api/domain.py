@@ -1,0 +1,199 @@
+"""loans-api's business rules, pure: given the journey's ledger and a command, the change to commit
+(or a DomainError). No I/O: the store turns a Change into one DynamoDB transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from uuid6 import uuid7
+
+from functions.loans_api import pricing
+from shared.errors import BusinessRuleViolated
+from shared.events import (
+    AcceptanceSummary,
+    DisbursementSummary,
+    EventType,
+    LoanEvent,
+    LoanSnapshot,
+    SimulationSummary,
+)
+
+EntityKind = Literal["SIMULATION", "ACCEPTANCE"]
+
+
+def new_id() -> str:
+    """Time-ordered UUIDv7, used for entity and event ids."""
+    return str(uuid7())
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The journey's running truth: last sequence number and its loan snapshot."""
+
+    journey_id: str
+    seq: int
+    snapshot: LoanSnapshot
+
+    @classmethod
+    def empty(cls, journey_id: str) -> Ledger:
+        return cls(journey_id=journey_id, seq=0, snapshot=LoanSnapshot(journeyId=journey_id, state="created"))
+
+
+@dataclass(frozen=True)
+class EntityWrite:
+    """A domain item to create (`status` given, must not exist) or a status change guarded on
+    the item still being ACTIVE."""
+
+    kind: EntityKind | Literal["DISBURSEMENT"]
+    entity_id: str
+    status: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+    create: bool = True
+
+
+@dataclass(frozen=True)
+class Change:
+    """Everything one command commits atomically, plus the response it answers with."""
+
+    ledger_before: Ledger
+    event: LoanEvent
+    writes: tuple[EntityWrite, ...]
+    status_code: int
+    response: dict[str, Any]
+
+    @property
+    def ledger_after(self) -> Ledger:
+        return Ledger(self.event.journeyId, self.event.seq, self.event.snapshot)
+
+
+def _event(ledger: Ledger, event_type: EventType, snapshot: LoanSnapshot, now: datetime) -> LoanEvent:
+    return LoanEvent(
+        eventId=new_id(),
+        journeyId=ledger.journey_id,
+        seq=ledger.seq + 1,
+        type=event_type,
+        occurredAt=now,
+        snapshot=snapshot,
+    )
+
+
+def _require_open(ledger: Ledger) -> None:
+    state = ledger.snapshot.state
+    if state in ("disbursed", "cancelled"):
+        raise BusinessRuleViolated(f"journey {ledger.journey_id} is {state}: no further changes")
+
+
+def _with_event(body: dict[str, Any], event: LoanEvent) -> dict[str, Any]:
+    return {**body, "eventId": event.eventId, "seq": event.seq, "event": event.model_dump(mode="json")}
+
+
+def create_simulation(ledger: Ledger, amount: Decimal, term_months: int, now: datetime) -> Change:
+    _require_open(ledger)
+    if ledger.snapshot.acceptance is not None:
+        raise BusinessRuleViolated(
+            f"journey {ledger.journey_id} has an active acceptance; cancel it before simulating again"
+        )
+    quote = pricing.quote(amount, term_months)
+    simulation = SimulationSummary(
+        simulationId=new_id(),
+        amount=amount,
+        termMonths=term_months,
+        annualRate=quote.annual_rate,
+        monthlyPayment=quote.monthly_payment,
+        totalRepayable=quote.total_repayable,
+    )
+    snapshot = ledger.snapshot.model_copy(update={"state": "simulated", "simulation": simulation})
+    event = _event(ledger, "SimulationCreated", snapshot, now)
+    writes = [EntityWrite("SIMULATION", simulation.simulationId, "ACTIVE", simulation.model_dump(mode="json"))]
+    if ledger.snapshot.simulation is not None:
+        writes.append(EntityWrite("SIMULATION", ledger.snapshot.simulation.simulationId, "SUPERSEDED", create=False))
+    body = simulation_body(ledger.journey_id, simulation.model_dump(mode="json"), "ACTIVE")
+    return Change(ledger, event, tuple(writes), 201, _with_event(body, event))
+
+
+def cancel_simulation(ledger: Ledger, simulation: dict[str, Any], now: datetime) -> Change:
+    """`simulation` holds the simulation's creation attributes (as in `SimulationSummary`)."""
+    _require_open(ledger)
+    active = ledger.snapshot.simulation
+    simulation_id = simulation["simulationId"]
+    if active is None or active.simulationId != simulation_id:
+        raise BusinessRuleViolated(f"simulation {simulation_id} is no longer ACTIVE")
+    if ledger.snapshot.acceptance is not None:
+        raise BusinessRuleViolated(
+            f"simulation {simulation_id} has an active acceptance; cancel the acceptance first"
+        )
+    snapshot = ledger.snapshot.model_copy(update={"state": "cancelled", "simulation": None})
+    event = _event(ledger, "SimulationCancelled", snapshot, now)
+    writes = (EntityWrite("SIMULATION", simulation_id, "CANCELLED", create=False),)
+    body = simulation_body(ledger.journey_id, simulation, "CANCELLED")
+    return Change(ledger, event, writes, 200, _with_event(body, event))
+
+
+def create_acceptance(ledger: Ledger, simulation_id: str, now: datetime) -> Change:
+    _require_open(ledger)
+    active = ledger.snapshot.simulation
+    if active is None or active.simulationId != simulation_id:
+        raise BusinessRuleViolated(
+            f"simulation {simulation_id} is not the active simulation of journey {ledger.journey_id}"
+        )
+    if ledger.snapshot.acceptance is not None:
+        raise BusinessRuleViolated(f"journey {ledger.journey_id} already has an active acceptance")
+    acceptance = AcceptanceSummary(acceptanceId=new_id(), simulationId=simulation_id)
+    snapshot = ledger.snapshot.model_copy(update={"state": "accepted", "acceptance": acceptance})
+    event = _event(ledger, "AcceptanceCreated", snapshot, now)
+    writes = (EntityWrite("ACCEPTANCE", acceptance.acceptanceId, "ACTIVE", acceptance.model_dump(mode="json")),)
+    body = acceptance_body(ledger.journey_id, acceptance.model_dump(mode="json"), "ACTIVE")
+    return Change(ledger, event, writes, 201, _with_event(body, event))
+
+
+def cancel_acceptance(ledger: Ledger, acceptance: dict[str, Any], now: datetime) -> Change:
+    _require_open(ledger)
+    active = ledger.snapshot.acceptance
+    acceptance_id = acceptance["acceptanceId"]
+    if active is None or active.acceptanceId != acceptance_id:
+        raise BusinessRuleViolated(f"acceptance {acceptance_id} is no longer ACTIVE")
+    snapshot = ledger.snapshot.model_copy(update={"state": "simulated", "acceptance": None})
+    event = _event(ledger, "AcceptanceCancelled", snapshot, now)
+    writes = (EntityWrite("ACCEPTANCE", acceptance_id, "CANCELLED", create=False),)
+    body = acceptance_body(ledger.journey_id, acceptance, "CANCELLED")
+    return Change(ledger, event, writes, 200, _with_event(body, event))
+
+
+def create_disbursement(ledger: Ledger, acceptance_id: str, now: datetime) -> Change:
+    if ledger.snapshot.disbursement is not None:
+        raise BusinessRuleViolated(f"journey {ledger.journey_id} was already disbursed: one disbursement, ever")
+    _require_open(ledger)
+    active = ledger.snapshot.acceptance
+    simulation = ledger.snapshot.simulation
+    if active is None or active.acceptanceId != acceptance_id or simulation is None:
+        raise BusinessRuleViolated(
+            f"acceptance {acceptance_id} is not the active acceptance of journey {ledger.journey_id}"
+        )
+    disbursement = DisbursementSummary(disbursementId=new_id(), amount=simulation.amount)
+    snapshot = ledger.snapshot.model_copy(update={"state": "disbursed", "disbursement": disbursement})
+    event = _event(ledger, "LoanDisbursed", snapshot, now)
+    body = {
+        "disbursementId": disbursement.disbursementId,
+        "journeyId": ledger.journey_id,
+        "acceptanceId": acceptance_id,
+        "amount": disbursement.model_dump(mode="json")["amount"],
+    }
+    writes = (EntityWrite("DISBURSEMENT", disbursement.disbursementId, "DISBURSED", body),)
+    return Change(ledger, event, writes, 201, _with_event(body, event))
+
+
+def simulation_body(journey_id: str, simulation: dict[str, Any], status: str) -> dict[str, Any]:
+    fields = ("simulationId", "amount", "termMonths", "annualRate", "monthlyPayment", "totalRepayable")
+    return {"journeyId": journey_id, **{name: simulation[name] for name in fields}, "status": status}
+
+
+def acceptance_body(journey_id: str, acceptance: dict[str, Any], status: str) -> dict[str, Any]:
+    return {
+        "acceptanceId": acceptance["acceptanceId"],
+        "journeyId": journey_id,
+        "simulationId": acceptance["simulationId"],
+        "status": status,
+    }

@@ -1,0 +1,34 @@
+"""Lambda entry for loans-api: Powertools decorators around the app built once per container."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.loans_api import bootstrap
+from functions.loans_api.settings import LoansSettings
+from shared import problems
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+_handler: problems.Handler | None = None
+
+
+def _app() -> problems.Handler:
+    global _handler  # noqa: PLW0603 - built lazily, once per container
+    if _handler is None:
+        _handler = bootstrap.build(LoansSettings.from_env(os.environ), metrics)
+    return _handler
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return _app()(event, context)

@@ -1,0 +1,155 @@
+"""loans-api's command service: read the ledger, decide (pure), commit once, answer. Replays and
+races are resolved by the transaction's own conditions, never by a lock."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from functions.loans_api import domain
+from functions.loans_api.domain import Change, EntityKind, Ledger
+from functions.loans_api.store import CommitStatus, JourneyTruth, LoanStore
+from shared.errors import BusinessRuleViolated, DomainError, NotFound, StoreContention
+from shared.idempotency import Receipt, fingerprint
+
+logger = Logger(child=True)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a write answers: the recorded status and body, and whether this was a replay."""
+
+    status: int
+    body: str
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class KeyedRequest:
+    key: str
+    method: str
+    path: str
+    body: Any
+
+    @property
+    def request_hash(self) -> str:
+        return fingerprint(self.method, self.path, self.body)
+
+
+class LoansService:
+    def __init__(
+        self,
+        store: LoanStore,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        receipt_ttl_seconds: int,
+        max_conflict_retries: int = 8,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._store = store
+        self._metrics = metrics
+        self._clock = clock
+        self._receipt_ttl = receipt_ttl_seconds
+        self._max_conflict_retries = max_conflict_retries
+        self._sleep = sleep
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def create_simulation(self, request: KeyedRequest, journey_id: str, amount: Decimal, term_months: int) -> Reply:
+        return self._execute(
+            request,
+            lambda now: domain.create_simulation(self._store.read_ledger(journey_id), amount, term_months, now),
+        )
+
+    def cancel_simulation(self, request: KeyedRequest, simulation_id: str) -> Reply:
+        def decide(now: datetime) -> Change:
+            simulation, ledger = self._entity_and_ledger("SIMULATION", simulation_id)
+            return domain.cancel_simulation(ledger, simulation, now)
+
+        return self._execute(request, decide)
+
+    def create_acceptance(self, request: KeyedRequest, journey_id: str, simulation_id: str) -> Reply:
+        return self._execute(
+            request, lambda now: domain.create_acceptance(self._store.read_ledger(journey_id), simulation_id, now)
+        )
+
+    def cancel_acceptance(self, request: KeyedRequest, acceptance_id: str) -> Reply:
+        def decide(now: datetime) -> Change:
+            acceptance, ledger = self._entity_and_ledger("ACCEPTANCE", acceptance_id)
+            return domain.cancel_acceptance(ledger, acceptance, now)
+
+        return self._execute(request, decide)
+
+    def create_disbursement(self, request: KeyedRequest, journey_id: str, acceptance_id: str) -> Reply:
+        return self._execute(
+            request, lambda now: domain.create_disbursement(self._store.read_ledger(journey_id), acceptance_id, now)
+        )
+
+    def journey(self, journey_id: str) -> JourneyTruth:
+        truth = self._store.read_journey(journey_id)
+        if truth is None:
+            raise NotFound(f"journey {journey_id} has no loan activity")
+        return truth
+
+    # -- the envelope ----------------------------------------------------------------------------
+
+    def _entity_and_ledger(self, kind: EntityKind, entity_id: str) -> tuple[dict[str, Any], Ledger]:
+        entity = self._store.find_entity(kind, entity_id)
+        if entity is None:
+            raise NotFound(f"{kind.lower()} {entity_id} does not exist")
+        return entity, self._store.read_ledger(entity["journeyId"])
+
+    def _execute(self, request: KeyedRequest, decide: Callable[[datetime], Change]) -> Reply:
+        """Decide and commit with the key's receipt in the same transaction. A receipt that already
+        exists answers instead (replay); a moved ledger means decide again (bounded)."""
+        request_hash = request.request_hash
+        for attempt in range(self._max_conflict_retries):
+            now = self._clock()
+            try:
+                change = decide(now)
+            except DomainError as error:
+                # A replay of a command that is no longer legal must still get its recorded answer.
+                return self._replay_or_raise(request, request_hash, error)
+            body = json.dumps(change.response, separators=(",", ":"))
+            receipt = Receipt(request.key, request_hash, change.status_code, body)
+            expires_at = int(now.timestamp()) + self._receipt_ttl
+            outcome = self._store.commit(change, receipt, expires_at)
+            if outcome.status is CommitStatus.COMMITTED:
+                self._metrics.add_metric(name="CommandsCommitted", unit=MetricUnit.Count, value=1)
+                logger.info(
+                    "command committed",
+                    extra={"event_type": change.event.type, "journey_id": change.event.journeyId,
+                           "seq": change.event.seq, "event_id": change.event.eventId},
+                )
+                return Reply(change.status_code, body, replayed=False)
+            if outcome.status is CommitStatus.REPLAY:
+                if outcome.receipt is not None:
+                    return self._replayed(outcome.receipt.replay_for(request_hash))
+                return self._replay_or_raise(request, request_hash, StoreContention("receipt vanished"))
+            if outcome.status is CommitStatus.VIOLATED:
+                return self._replay_or_raise(
+                    request, request_hash, BusinessRuleViolated("the journey changed; the command is no longer legal")
+                )
+            logger.info("ledger moved, deciding again", extra={"attempt": attempt + 1})
+            self._sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+        raise StoreContention("too many concurrent changes to this journey; retrying is safe")
+
+    def _replay_or_raise(self, request: KeyedRequest, request_hash: str, error: DomainError) -> Reply:
+        receipt = self._store.get_receipt(request.key)
+        if receipt is not None:
+            return self._replayed(receipt.replay_for(request_hash))
+        raise error
+
+    def _replayed(self, receipt: Receipt) -> Reply:
+        self._metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
+        logger.info("idempotent replay", extra={"idempotency_key": receipt.key})
+        return Reply(receipt.status, receipt.body, replayed=True)

@@ -1,0 +1,267 @@
+"""loans-api's storage: the port and its DynamoDB adapter. The item layout of the loans table lives
+here (the outbox item's in `shared.outbox`). Every command is ONE TransactWriteItems (D1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from botocore.exceptions import ClientError
+
+from functions.loans_api.domain import Change, EntityKind, EntityWrite, Ledger
+from shared import outbox
+from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
+from shared.events import LoanSnapshot
+from shared.idempotency import Receipt
+
+LEDGER_SK = "LEDGER"
+RECEIPT_SK = "RECEIPT"
+POINTER_SK = "POINTER"
+
+# Positions of the fixed items in every command's transaction; domain writes follow.
+_RECEIPT, _LEDGER = 0, 1
+
+
+class CommitStatus(StrEnum):
+    COMMITTED = "committed"
+    REPLAY = "replay"  # the key's receipt already exists: answer with it
+    CONFLICT = "conflict"  # the ledger moved since it was read: read again and retry
+    VIOLATED = "violated"  # a domain condition failed: the command is no longer legal
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    status: CommitStatus
+    receipt: Receipt | None = None
+
+
+@dataclass(frozen=True)
+class JourneyTruth:
+    """Everything loans-api holds about one journey."""
+
+    journey_id: str
+    seq: int
+    snapshot: LoanSnapshot
+    simulations: list[dict[str, Any]]
+    acceptances: list[dict[str, Any]]
+    disbursement: dict[str, Any] | None
+    events: list[dict[str, Any]]
+
+
+class LoanStore(Protocol):
+    def read_ledger(self, journey_id: str) -> Ledger: ...
+
+    def find_entity(self, kind: EntityKind, entity_id: str) -> dict[str, Any] | None: ...
+
+    def get_receipt(self, key: str) -> Receipt | None: ...
+
+    def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome: ...
+
+    def read_journey(self, journey_id: str) -> JourneyTruth | None: ...
+
+
+def _receipt_from(values: dict[str, Any]) -> Receipt:
+    return Receipt(
+        key=values["idempotencyKey"],
+        request_hash=values["requestHash"],
+        status=int(values["status"]),
+        body=values["body"],
+    )
+
+
+class DynamoLoanStore:
+    """LoanStore on one DynamoDB table (single-table design, see DESIGN.md section 6)."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def read_ledger(self, journey_id: str) -> Ledger:
+        item = self._get(outbox.journey_pk(journey_id), LEDGER_SK)
+        if item is None:
+            return Ledger.empty(journey_id)
+        return Ledger(journey_id, int(item["seq"]), LoanSnapshot.model_validate(item["snapshot"]))
+
+    def find_entity(self, kind: EntityKind, entity_id: str) -> dict[str, Any] | None:
+        """The creation attributes of a simulation or acceptance, with its journeyId."""
+        return self._get(f"{kind}#{entity_id}", POINTER_SK)
+
+    def get_receipt(self, key: str) -> Receipt | None:
+        item = self._get(f"RECEIPT#{key}", RECEIPT_SK)
+        return None if item is None else _receipt_from(item)
+
+    def read_journey(self, journey_id: str) -> JourneyTruth | None:
+        items = self._query_partition(outbox.journey_pk(journey_id))
+        ledger = next((item for item in items if item["sk"] == LEDGER_SK), None)
+        if ledger is None:
+            return None
+
+        def entities(prefix: str) -> list[dict[str, Any]]:
+            return [_public(item) for item in items if item["sk"].startswith(prefix)]
+
+        disbursements = entities("DISBURSEMENT")
+        events = [
+            {"eventId": i["eventId"], "seq": i["seq"], "type": i["type"], "status": i["status"]}
+            for i in items
+            if i["sk"].startswith(outbox.EVENT_PREFIX)
+        ]
+        return JourneyTruth(
+            journey_id=journey_id,
+            seq=int(ledger["seq"]),
+            snapshot=LoanSnapshot.model_validate(ledger["snapshot"]),
+            simulations=entities("SIMULATION#"),
+            acceptances=entities("ACCEPTANCE#"),
+            disbursement=disbursements[0] if disbursements else None,
+            events=events,
+        )
+
+    def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        response = self._client.get_item(
+            TableName=self._table, Key=to_item({"pk": pk, "sk": sk}), ConsistentRead=True
+        )
+        item = response.get("Item")
+        return None if item is None else from_item(item)
+
+    def _query_partition(self, pk: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": to_item({":pk": pk}),
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._client.query(**kwargs)
+            items.extend(from_item(item) for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    # -- the one transaction ------------------------------------------------------------------
+
+    def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome:
+        items = [
+            self._put_receipt(change, receipt, expires_at),
+            self._put_ledger(change),
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": outbox.outbox_item(change.event),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+        ]
+        for write in change.writes:
+            items.extend(self._entity_ops(change, write))
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as error:
+            return self._decode(error)
+        return CommitOutcome(CommitStatus.COMMITTED)
+
+    def _decode(self, error: ClientError) -> CommitOutcome:
+        if error_code(error) != "TransactionCanceledException":
+            raise error
+        reasons = cancellation_reasons(error)
+        codes = [str(reason.get("Code") or "None") for reason in reasons]
+        if codes and codes[_RECEIPT] == "ConditionalCheckFailed":
+            old = reasons[_RECEIPT].get("Item")
+            return CommitOutcome(CommitStatus.REPLAY, _receipt_from(from_item(old)) if old else None)
+        if "TransactionConflict" in codes or (len(codes) > _LEDGER and codes[_LEDGER] == "ConditionalCheckFailed"):
+            return CommitOutcome(CommitStatus.CONFLICT)
+        if "ConditionalCheckFailed" in codes:
+            return CommitOutcome(CommitStatus.VIOLATED)
+        raise error
+
+    def _put_receipt(self, change: Change, receipt: Receipt, expires_at: int) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": to_item(
+                    {
+                        "pk": f"RECEIPT#{receipt.key}",
+                        "sk": RECEIPT_SK,
+                        "idempotencyKey": receipt.key,
+                        "requestHash": receipt.request_hash,
+                        "status": receipt.status,
+                        "body": receipt.body,
+                        "journeyId": change.event.journeyId,
+                        "eventId": change.event.eventId,
+                        "expiresAt": expires_at,
+                    }
+                ),
+                "ConditionExpression": "attribute_not_exists(pk)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def _put_ledger(self, change: Change) -> dict[str, Any]:
+        after = change.ledger_after
+        put: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": to_item(
+                {
+                    "pk": outbox.journey_pk(after.journey_id),
+                    "sk": LEDGER_SK,
+                    "journeyId": after.journey_id,
+                    "seq": after.seq,
+                    "snapshot": after.snapshot.model_dump(mode="json"),
+                    "updatedAt": change.event.occurredAt.isoformat(),
+                }
+            ),
+        }
+        if change.ledger_before.seq == 0:
+            put["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            put["ConditionExpression"] = "seq = :seq"
+            put["ExpressionAttributeValues"] = to_item({":seq": change.ledger_before.seq})
+        return {"Put": put}
+
+    def _entity_ops(self, change: Change, write: EntityWrite) -> list[dict[str, Any]]:
+        journey_id = change.event.journeyId
+        pk = outbox.journey_pk(journey_id)
+        sk = write.kind if write.kind == "DISBURSEMENT" else f"{write.kind}#{write.entity_id}"
+        if not write.create:
+            return [
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": to_item({"pk": pk, "sk": sk}),
+                        "UpdateExpression": "SET #status = :new, updatedAt = :now",
+                        "ConditionExpression": "#status = :active",
+                        "ExpressionAttributeNames": {"#status": "status"},
+                        "ExpressionAttributeValues": to_item(
+                            {":new": write.status, ":active": "ACTIVE", ":now": change.event.occurredAt.isoformat()}
+                        ),
+                    }
+                }
+            ]
+        attributes = {**write.attributes, "journeyId": journey_id, "createdAt": change.event.occurredAt.isoformat()}
+        ops = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    # "One disbursement per journey, ever" is this condition on a fixed key.
+                    "Item": to_item({"pk": pk, "sk": sk, **attributes, "status": write.status}),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        ]
+        if write.kind != "DISBURSEMENT":
+            ops.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item({"pk": f"{write.kind}#{write.entity_id}", "sk": POINTER_SK, **attributes}),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        return ops
+
+
+def _public(item: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in item.items() if key not in ("pk", "sk")}

@@ -1,0 +1,121 @@
+"""Creates the stack's data and messaging resources on a local endpoint, from the same definitions
+(`shared.tables`) the CDK stack uses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from shared import aws
+from shared.tables import (
+    EVENTS_DLQ,
+    EVENTS_QUEUE,
+    EVENTS_TOPIC_LOCAL_NAME,
+    JOURNEYS_TABLE,
+    LOANS_TABLE,
+    RELAY_FAILURES_QUEUE,
+    QueueSpec,
+    TableSpec,
+)
+
+
+@dataclass(frozen=True)
+class LocalResources:
+    """Names and addresses of what `provision` created."""
+
+    endpoint_url: str
+    region: str
+    loans_table: str
+    journeys_table: str
+    loans_stream_arn: str
+    topic_arn: str
+    events_queue_url: str
+    events_dlq_url: str
+    relay_failures_url: str
+
+
+def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
+    """CreateTable arguments for a spec: on-demand, string keys, streams and GSIs as specified."""
+    attributes = {spec.partition_key, spec.sort_key}
+    for index in spec.indexes:
+        attributes |= {index.partition_key, index.sort_key}
+    definition: dict[str, Any] = {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in sorted(attributes)],
+        "KeySchema": [
+            {"AttributeName": spec.partition_key, "KeyType": "HASH"},
+            {"AttributeName": spec.sort_key, "KeyType": "RANGE"},
+        ],
+    }
+    if spec.indexes:
+        definition["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": index.name,
+                "KeySchema": [
+                    {"AttributeName": index.partition_key, "KeyType": "HASH"},
+                    {"AttributeName": index.sort_key, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for index in spec.indexes
+        ]
+    if spec.stream_new_image:
+        definition["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+    return definition
+
+
+def _create_table(dynamodb: Any, spec: TableSpec) -> str:
+    description = dynamodb.create_table(**table_definition(spec, spec.local_name))["TableDescription"]
+    dynamodb.update_time_to_live(
+        TableName=spec.local_name,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},
+    )
+    return str(description.get("LatestStreamArn", ""))
+
+
+def _create_queue(sqs: Any, spec: QueueSpec, dead_letter_arn: str | None = None) -> str:
+    attributes = {
+        "VisibilityTimeout": str(spec.visibility_timeout_seconds),
+        "MessageRetentionPeriod": str(spec.retention_days * 24 * 3600),
+    }
+    if dead_letter_arn is not None:
+        attributes["RedrivePolicy"] = json.dumps(
+            {"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": str(spec.max_receive_count)}
+        )
+    return str(sqs.create_queue(QueueName=spec.local_name, Attributes=attributes)["QueueUrl"])
+
+
+def _queue_arn(sqs: Any, url: str) -> str:
+    return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+
+
+def provision(endpoint_url: str, region: str = "us-east-1") -> LocalResources:
+    """Create tables, topic, queues and the raw-delivery subscription on `endpoint_url`."""
+    dynamodb = aws.client("dynamodb", region, endpoint_url)
+    sqs = aws.client("sqs", region, endpoint_url)
+    sns = aws.client("sns", region, endpoint_url)
+    stream_arn = _create_table(dynamodb, LOANS_TABLE)
+    _create_table(dynamodb, JOURNEYS_TABLE)
+    dlq_url = _create_queue(sqs, EVENTS_DLQ)
+    queue_url = _create_queue(sqs, EVENTS_QUEUE, _queue_arn(sqs, dlq_url))
+    relay_failures_url = _create_queue(sqs, RELAY_FAILURES_QUEUE)
+    topic_arn = str(sns.create_topic(Name=EVENTS_TOPIC_LOCAL_NAME)["TopicArn"])
+    sns.subscribe(
+        TopicArn=topic_arn,
+        Protocol="sqs",
+        Endpoint=_queue_arn(sqs, queue_url),
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    return LocalResources(
+        endpoint_url=endpoint_url,
+        region=region,
+        loans_table=LOANS_TABLE.local_name,
+        journeys_table=JOURNEYS_TABLE.local_name,
+        loans_stream_arn=stream_arn,
+        topic_arn=topic_arn,
+        events_queue_url=queue_url,
+        events_dlq_url=dlq_url,
+        relay_failures_url=relay_failures_url,
+    )

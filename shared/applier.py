@@ -1,0 +1,95 @@
+"""The convergent applier (D5), shared by road 1 (the orchestrator applying loans-api's reply) and
+road 2 (the consumer applying the outbox event). Safe to run twice, in any order, any number of
+times: the decision is pure (`decide`), the write is a compare-and-swap on `version`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+from shared import state_machine
+from shared.control_record import ControlRecord
+from shared.errors import JourneyNotFound, StoreContention
+from shared.events import LoanEvent
+
+
+class Outcome(StrEnum):
+    APPLIED = "applied"  # the record moved to the event's snapshot (or advanced its seq if terminal)
+    NOOP = "noop"  # already applied: seq <= lastAppliedSeq
+    SKIPPED = "skipped"  # the derived transition is illegal; the record is left alone
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    record: ControlRecord  # the record to write when APPLIED, else the record as read
+
+
+def decide(record: ControlRecord, event: LoanEvent, now: datetime) -> Decision:
+    """What applying `event` to `record` means. Pure."""
+    if event.seq <= record.lastAppliedSeq:
+        return Decision(Outcome.NOOP, record)
+    bookkeeping = {
+        "version": record.version + 1,
+        "lastAppliedSeq": event.seq,
+        "lastAppliedEventId": event.eventId,
+        "updatedAt": now,
+    }
+    if state_machine.is_terminal(record.currentState):
+        # Terminal states are never left, but the record still tracks the truth's sequence.
+        return Decision(Outcome.APPLIED, record.model_copy(update=bookkeeping))
+    target = event.snapshot.state
+    if not state_machine.can_reach(record.currentState, target):
+        return Decision(Outcome.SKIPPED, record)
+    snapshot = event.snapshot
+    projected = {
+        **bookkeeping,
+        "currentState": target,
+        "simulation": snapshot.simulation,
+        "acceptance": snapshot.acceptance,
+        "disbursement": snapshot.disbursement,
+        "stateEnteredAt": record.stateEnteredAt if target == record.currentState else now,
+    }
+    return Decision(Outcome.APPLIED, record.model_copy(update=projected))
+
+
+class ControlRecordStore(Protocol):
+    """Port: where Control Records live."""
+
+    def get(self, journey_id: str) -> ControlRecord | None:
+        """Strongly consistent read."""
+        ...
+
+    def replace(self, record: ControlRecord, expected_version: int) -> bool:
+        """Write `record` if the stored version is still `expected_version`; False if it moved."""
+        ...
+
+
+class EventApplier:
+    """Applies events through the pure decision with a CAS write; CAS losers re-read and retry."""
+
+    def __init__(
+        self,
+        store: ControlRecordStore,
+        clock: Callable[[], datetime],
+        max_attempts: int = 10,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._max_attempts = max_attempts
+
+    def apply(self, event: LoanEvent) -> Decision:
+        """Apply `event`; returns what happened and the record as it now stands."""
+        for _ in range(self._max_attempts):
+            record = self._store.get(event.journeyId)
+            if record is None:
+                raise JourneyNotFound(event.journeyId)
+            decision = decide(record, event, self._clock())
+            if decision.outcome is not Outcome.APPLIED:
+                return decision
+            if self._store.replace(decision.record, expected_version=record.version):
+                return decision
+        raise StoreContention(f"journey {event.journeyId}: {self._max_attempts} CAS attempts lost")

@@ -1,0 +1,47 @@
+"""boto3 clients with explicit timeouts and capped retries, so every call fits a known budget (D8)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+
+@dataclass(frozen=True)
+class AwsCallBudget:
+    """Per-call limits for botocore: each attempt is bounded, and so is the number of attempts."""
+
+    connect_timeout: float = 1.0
+    read_timeout: float = 2.0
+    max_attempts: int = 3
+
+    def worst_case_seconds(self) -> float:
+        """Upper bound of one logical call, including botocore's own backoff between attempts
+        (standard mode: at most 20 s cap, but base 2**attempt * random <= 2**(attempts-1))."""
+        backoff = sum(min(2.0**attempt, 20.0) for attempt in range(self.max_attempts - 1))
+        return self.max_attempts * (self.connect_timeout + self.read_timeout) + backoff
+
+
+_creating = threading.Lock()
+
+
+@cache
+def _session() -> boto3.session.Session:
+    # One session per process: it caches the service models, so clients after the first are cheap.
+    return boto3.session.Session()
+
+
+def client(service: str, region: str, endpoint_url: str | None, budget: AwsCallBudget | None = None) -> Any:
+    budget = budget or AwsCallBudget()
+    config = Config(
+        connect_timeout=budget.connect_timeout,
+        read_timeout=budget.read_timeout,
+        retries={"mode": "standard", "total_max_attempts": budget.max_attempts},
+        max_pool_connections=50,
+    )
+    with _creating:  # creating clients from one session is not thread-safe; using them is
+        return _session().client(service, region_name=region, endpoint_url=endpoint_url, config=config)

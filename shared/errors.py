@@ -1,0 +1,56 @@
+"""The small DomainError hierarchy. No HTTP here: `shared.problems` maps these to responses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class DomainError(Exception):
+    """Base of every error the services raise on purpose."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class NotFound(DomainError):
+    """The addressed entity does not exist."""
+
+
+class JourneyNotFound(NotFound):
+    def __init__(self, journey_id: str) -> None:
+        super().__init__(f"journey {journey_id} does not exist")
+        self.journey_id = journey_id
+
+
+class BusinessRuleViolated(DomainError):
+    """The command contradicts the current state of the domain (e.g. a second disbursement)."""
+
+
+class IllegalTransition(DomainError):
+    """The agent's command is not legal from the journey's current state."""
+
+    def __init__(self, detail: str, available_actions: Sequence[dict[str, Any]]) -> None:
+        super().__init__(detail)
+        self.available_actions = list(available_actions)
+
+
+class MissingIdempotencyKey(DomainError):
+    """A write arrived without its Idempotency-Key header."""
+
+
+class IdempotencyKeyReused(DomainError):
+    """The same Idempotency-Key was sent with a different request."""
+
+
+class StoreContention(DomainError):
+    """Optimistic concurrency kept losing; the caller may retry."""
+
+
+class UpstreamUnavailable(DomainError):
+    """A dependency stayed unreachable (or kept failing) after every retry."""
+
+
+class UpstreamRejected(DomainError):
+    """A dependency refused a request in a way this service did not expect."""

@@ -1,0 +1,49 @@
+"""Idempotency receipts (D1, D2): what a key must look like, how a request is fingerprinted, and
+how a stored receipt answers a replay. Storage lives in each service's own adapter."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from shared.errors import IdempotencyKeyReused, MissingIdempotencyKey
+
+HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+MAX_KEY_LENGTH = 255
+DEFAULT_RECEIPT_TTL_SECONDS = 30 * 24 * 3600  # longer than the longest redelivery path (14-day DLQ)
+
+
+def require_key(key: str | None) -> str:
+    """The header's value, or MissingIdempotencyKey when it is absent or not 1..255 characters."""
+    if key is None or not key.strip():
+        raise MissingIdempotencyKey(f"every write needs an {HEADER} header (1..{MAX_KEY_LENGTH} characters)")
+    if len(key) > MAX_KEY_LENGTH:
+        raise MissingIdempotencyKey(f"the {HEADER} header is longer than {MAX_KEY_LENGTH} characters")
+    return key
+
+
+def fingerprint(method: str, path: str, body: Any) -> str:
+    """A hash of what the request asks for: canonical JSON, so key order and spacing do not count."""
+    canonical = json.dumps([method.upper(), path, body], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The recorded outcome of a keyed request: replayed byte for byte."""
+
+    key: str
+    request_hash: str
+    status: int
+    body: str
+
+    def replay_for(self, request_hash: str) -> Receipt:
+        """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""
+        if request_hash != self.request_hash:
+            raise IdempotencyKeyReused(
+                f"the {HEADER} '{self.key}' was already used for a different request"
+            )
+        return self

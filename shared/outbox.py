@@ -1,0 +1,61 @@
+"""The outbox item's layout (D4, D7): written by loans-api in the command's transaction, read by
+the relay from the stream and by the sweeper from the sparse pending index, marked NOTIFIED once
+published. One module, one secret: how an event is stored."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from shared.dynamo import from_item, to_item
+from shared.events import LoanEvent
+from shared.tables import PENDING_SHARD_ATTRIBUTE, PENDING_SHARDS
+
+JOURNEY_PREFIX = "JOURNEY#"
+EVENT_PREFIX = "EVENT#"
+PENDING = "PENDING"
+NOTIFIED = "NOTIFIED"
+_SEQ_WIDTH = 10
+
+
+def journey_pk(journey_id: str) -> str:
+    return f"{JOURNEY_PREFIX}{journey_id}"
+
+
+def event_sk(seq: int) -> str:
+    return f"{EVENT_PREFIX}{seq:0{_SEQ_WIDTH}d}"
+
+
+def pending_shard(event_id: str) -> str:
+    return f"PENDING#{zlib.crc32(event_id.encode()) % PENDING_SHARDS}"
+
+
+def all_pending_shards() -> list[str]:
+    return [f"PENDING#{shard}" for shard in range(PENDING_SHARDS)]
+
+
+def outbox_item(event: LoanEvent) -> dict[str, Any]:
+    """The outbox item for `event`, PENDING and visible in the sparse pending index."""
+    values = event.model_dump(mode="json")
+    return to_item(
+        {
+            "pk": journey_pk(event.journeyId),
+            "sk": event_sk(event.seq),
+            **values,
+            "status": PENDING,
+            PENDING_SHARD_ATTRIBUTE: pending_shard(event.eventId),
+            "attempts": 0,
+        }
+    )
+
+
+def is_outbox_item(item: dict[str, Any]) -> bool:
+    """True for a DynamoDB-typed item (or keys) of an outbox event."""
+    sort_key = item.get("sk", {})
+    return isinstance(sort_key, dict) and str(sort_key.get("S", "")).startswith(EVENT_PREFIX)
+
+
+def event_from_item(item: dict[str, Any]) -> LoanEvent:
+    """The event stored in a DynamoDB-typed outbox item (stream NewImage or table item)."""
+    values = from_item(item)
+    return LoanEvent.model_validate({name: values[name] for name in LoanEvent.model_fields})

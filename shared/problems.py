@@ -1,0 +1,185 @@
+"""RFC 9457 problem+json for both APIs: the one place where errors become HTTP responses.
+
+Every error an API returns is `application/problem+json` with `type`, `title`, `status`, `detail`
+and `retryable`, so an agent can decide by itself whether calling again can help.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field
+
+from shared import errors
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+MAX_BODY_BYTES = 64 * 1024
+_TYPE_PREFIX = "urn:loan-saga:problem:"
+
+logger = Logger(child=True)
+
+# DomainError -> (status, slug, title, retryable). Order matters: the first isinstance match wins.
+_DOMAIN_ERRORS: tuple[tuple[type[errors.DomainError], int, str, str, bool], ...] = (
+    (errors.NotFound, 404, "not-found", "Not found", False),
+    (errors.IllegalTransition, 409, "illegal-transition", "Command not allowed in the current state", False),
+    (errors.BusinessRuleViolated, 409, "business-rule-violated", "Business rule violated", False),
+    (errors.MissingIdempotencyKey, 400, "idempotency-key-missing", "Idempotency-Key header required", False),
+    (errors.IdempotencyKeyReused, 422, "idempotency-key-reused", "Idempotency-Key reused", False),
+    (errors.StoreContention, 503, "contention", "Too much concurrent activity", True),
+    (errors.UpstreamUnavailable, 503, "upstream-unavailable", "Dependency unavailable", True),
+    (errors.UpstreamRejected, 502, "upstream-rejected", "Dependency rejected the request", False),
+)
+
+
+def problem_body(
+    status: int, slug: str, title: str, detail: str, retryable: bool, **extensions: Any
+) -> str:
+    return json.dumps(
+        {
+            "type": _TYPE_PREFIX + slug,
+            "title": title,
+            "status": status,
+            "detail": detail,
+            "retryable": retryable,
+            **extensions,
+        }
+    )
+
+
+def problem(
+    status: int, slug: str, title: str, detail: str, retryable: bool = False, **extensions: Any
+) -> Response[str]:
+    return Response(
+        status_code=status,
+        content_type=PROBLEM_CONTENT_TYPE,
+        body=problem_body(status, slug, title, detail, retryable, **extensions),
+    )
+
+
+def domain_problem(error: errors.DomainError) -> Response[str]:
+    for error_type, status, slug, title, retryable in _DOMAIN_ERRORS:
+        if isinstance(error, error_type):
+            extensions: dict[str, Any] = {}
+            if isinstance(error, errors.IllegalTransition):
+                extensions["availableActions"] = error.available_actions
+            return problem(status, slug, title, error.detail, retryable, **extensions)
+    return problem(500, "internal", "Internal error", "unexpected domain error", retryable=True)
+
+
+def _describe(validation_errors: list[Any]) -> list[dict[str, str]]:
+    described = []
+    for error in validation_errors:
+        location = ".".join(str(part) for part in error.get("loc", ()))
+        described.append({"field": location, "message": str(error.get("msg", "invalid"))})
+    return described
+
+
+def validation_problem(error: RequestValidationError) -> Response[str]:
+    found = error.errors()
+    if any(item.get("type") == "json_invalid" for item in found):
+        return problem(400, "malformed-json", "Malformed JSON", "the request body is not valid JSON")
+    described = _describe(list(found))
+    detail = "; ".join(f"{d['field']}: {d['message']}" for d in described) or "invalid request"
+    return problem(422, "validation", "Invalid request", detail, errors=described)
+
+
+def install(app: APIGatewayRestResolver) -> None:
+    """Register the problem+json handlers on a resolver. Call once per app."""
+
+    @app.exception_handler(errors.DomainError)
+    def _domain(error: errors.DomainError) -> Response[str]:
+        logger.info("domain error", extra={"error": type(error).__name__, "detail": error.detail})
+        return domain_problem(error)
+
+    @app.exception_handler(RequestValidationError)
+    def _validation(error: RequestValidationError) -> Response[str]:
+        return validation_problem(error)
+
+    @app.not_found
+    def _route_not_found(_: NotFoundError) -> Response[str]:
+        event = app.current_event
+        return problem(404, "no-route", "No such route", f"{event.http_method} {event.path} is not a route")
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response[str]:
+        logger.exception("unhandled error")
+        return problem(500, "internal", "Internal error", "an unexpected error occurred", retryable=True)
+
+
+def too_large(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A ready API Gateway proxy response when the request body exceeds 64 KiB, else None."""
+    body = event.get("body") or ""
+    size = len(body.encode() if isinstance(body, str) else body)
+    if event.get("isBase64Encoded"):
+        size = size * 3 // 4
+    if size <= MAX_BODY_BYTES:
+        return None
+    return {
+        "statusCode": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        "headers": {"Content-Type": PROBLEM_CONTENT_TYPE},
+        "body": problem_body(413, "too-large", "Request body too large",
+                             f"the body is {size} bytes; the limit is {MAX_BODY_BYTES}", False),
+        "isBase64Encoded": False,
+    }
+
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def guarded(app: APIGatewayRestResolver) -> Handler:
+    """The app's resolve, behind the body-size guard (checked before any parsing)."""
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return too_large(event) or app.resolve(event, context)
+
+    return handle
+
+
+class ProblemDetails(BaseModel):
+    """RFC 9457 problem details, as every error response of both APIs carries them."""
+
+    type: str = Field(description="A URI naming the kind of problem.")
+    title: str
+    status: int
+    detail: str = Field(description="What went wrong with this request, in words.")
+    retryable: bool = Field(description="True when the same request may succeed later; retrying is safe.")
+    availableActions: list[dict[str, str]] | None = Field(
+        default=None, description="On 409: the commands that are legal now."
+    )
+    errors: list[dict[str, str]] | None = Field(default=None, description="On 422: each invalid field.")
+
+
+def problem_responses(*statuses: int) -> dict[int, Any]:
+    """OpenAPI `responses` entries for the given error statuses."""
+    descriptions = {
+        400: "Malformed JSON or a missing/invalid header.",
+        404: "Not found.",
+        409: "Not allowed in the current state.",
+        413: "Body larger than 64 KiB.",
+        422: "Invalid input, or an Idempotency-Key reused with a different body.",
+        502: "A dependency rejected the request unexpectedly.",
+        503: "A dependency is unavailable; retrying the same request is safe.",
+    }
+    return {
+        status: {
+            "description": descriptions[status],
+            "content": {PROBLEM_CONTENT_TYPE: {"model": ProblemDetails}},
+        }
+        for status in statuses
+    }
+
+
+def serve_openapi(app: APIGatewayRestResolver, title: str, description: str) -> None:
+    """Serve the app's OpenAPI 3 document at GET /openapi.json."""
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi_document() -> Response[str]:
+        document = app.get_openapi_json_schema(title=title, version="1.0.0", description=description)
+        return Response(status_code=200, content_type="application/json", body=document)

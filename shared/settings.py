@@ -1,0 +1,25 @@
+"""Settings common to every function. Each function's Settings extends this; the Lambda entry builds
+it from the environment, the local runtime and the tests pass it explicitly."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict
+
+
+class BaseSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    region: str = "us-east-1"
+    # None in AWS; the moto server's URL locally.
+    aws_endpoint_url: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Self:
+        """Fields read from UPPER_SNAKE environment variables of the same name."""
+        values = {name: environ[name.upper()] for name in cls.model_fields if name.upper() in environ}
+        if "region" not in values and "AWS_REGION" in environ:
+            values["region"] = environ["AWS_REGION"]
+        return cls.model_validate(values)

@@ -1,0 +1,103 @@
+"""The loan journey as data: states, agent commands, transitions. Pure: no I/O, no logging.
+
+The same table answers two questions:
+- may the agent issue this command now (`is_allowed`, `available_actions`)?
+- may an event move a Control Record from one state to another (`can_reach`)? Events are projected
+  from snapshots and may skip states (out of order, lost replies), so the gate is reachability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from shared.events import LoanState
+
+Command = Literal["simulate", "accept", "disburse", "cancel"]
+
+STATES: tuple[LoanState, ...] = ("created", "simulated", "accepted", "disbursed", "cancelled")
+COMMANDS: tuple[Command, ...] = ("simulate", "accept", "disburse", "cancel")
+TERMINAL_STATES: frozenset[LoanState] = frozenset({"disbursed", "cancelled"})
+
+# (state, command) -> state after the command. Absent pairs are illegal.
+TRANSITIONS: dict[tuple[LoanState, Command], LoanState] = {
+    ("created", "simulate"): "simulated",
+    ("created", "cancel"): "cancelled",
+    ("simulated", "simulate"): "simulated",
+    ("simulated", "accept"): "accepted",
+    ("simulated", "cancel"): "cancelled",
+    ("accepted", "simulate"): "simulated",
+    ("accepted", "disburse"): "disbursed",
+    ("accepted", "cancel"): "cancelled",
+}
+
+# Intermediate states that compensations pass through (re-simulating or cancelling from
+# `accepted` first cancels the acceptance, which lands on `simulated`).
+COMPENSATION_STEPS: dict[LoanState, tuple[LoanState, ...]] = {"accepted": ("simulated",)}
+
+# How each command is reached over HTTP, relative to the journey's URL.
+_ROUTES: dict[Command, str] = {
+    "simulate": "simulate",
+    "accept": "accept",
+    "disburse": "disburse",
+    "cancel": "cancel",
+}
+
+
+@dataclass(frozen=True)
+class Action:
+    """A HATEOAS link: what the agent may do next and how."""
+
+    name: Command
+    method: str
+    href: str
+
+
+def is_terminal(state: LoanState) -> bool:
+    return state in TERMINAL_STATES
+
+
+def is_allowed(state: LoanState, command: Command) -> bool:
+    return (state, command) in TRANSITIONS
+
+
+def target_of(state: LoanState, command: Command) -> LoanState | None:
+    """The state a legal command leads to, or None when it is illegal from `state`."""
+    return TRANSITIONS.get((state, command))
+
+
+def allowed_commands(state: LoanState) -> tuple[Command, ...]:
+    return tuple(command for command in COMMANDS if is_allowed(state, command))
+
+
+def available_actions(state: LoanState, journey_href: str) -> tuple[Action, ...]:
+    """Every legal next command from `state`, as links under `journey_href`."""
+    return tuple(
+        Action(name=command, method="POST", href=f"{journey_href}/{_ROUTES[command]}")
+        for command in allowed_commands(state)
+    )
+
+
+@cache
+def reachable_from(state: LoanState) -> frozenset[LoanState]:
+    """States reachable from `state` in one or more steps (commands or compensation steps)."""
+    seen: set[LoanState] = set()
+    frontier = [state]
+    while frontier:
+        current = frontier.pop()
+        successors = [t for (s, _), t in TRANSITIONS.items() if s == current]
+        successors += COMPENSATION_STEPS.get(current, ())
+        for nxt in successors:
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
+    return frozenset(seen)
+
+
+def can_reach(current: LoanState, target: LoanState) -> bool:
+    """May an event move a record from `current` to `target`? Staying put is always legal for a
+    live state (a newer snapshot of the same state, e.g. a re-simulation)."""
+    if is_terminal(current):
+        return False
+    return target == current or target in reachable_from(current)

@@ -1,0 +1,69 @@
+"""Resource definitions shared by the CDK stack and the local runtime: one source of truth for
+names, keys, indexes, streams, TTL and redrive. Nothing here talks to AWS."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PARTITION_KEY = "pk"
+SORT_KEY = "sk"
+TTL_ATTRIBUTE = "expiresAt"
+
+# The sparse pending-outbox index (D7): items carry `pendingShard` only while PENDING, so the
+# index holds exactly the events not yet published. The shard spreads writes over N partitions.
+PENDING_INDEX = "pending-outbox"
+PENDING_SHARD_ATTRIBUTE = "pendingShard"
+PENDING_SORT_ATTRIBUTE = "eventId"
+PENDING_SHARDS = 4
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    name: str
+    partition_key: str
+    sort_key: str
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    logical_id: str
+    local_name: str
+    stream_new_image: bool = False
+    indexes: tuple[IndexSpec, ...] = ()
+    partition_key: str = PARTITION_KEY
+    sort_key: str = SORT_KEY
+    ttl_attribute: str = TTL_ATTRIBUTE
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    logical_id: str
+    local_name: str
+    visibility_timeout_seconds: int = 30
+    retention_days: int = 4
+    dead_letter: QueueSpec | None = None
+    max_receive_count: int = 3
+    tags: tuple[str, ...] = field(default=())
+
+
+LOANS_TABLE = TableSpec(
+    logical_id="LoansTable",
+    local_name="loans",
+    stream_new_image=True,
+    indexes=(IndexSpec(PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE),),
+)
+JOURNEYS_TABLE = TableSpec(logical_id="JourneysTable", local_name="journeys")
+
+# The consumer's timeout; the events queue's visibility timeout is 6x this (AWS guidance for SQS
+# event sources), so a message is not redelivered while a batch is still being applied.
+CONSUMER_TIMEOUT_SECONDS = 20
+EVENTS_DLQ = QueueSpec(logical_id="EventsDlq", local_name="loan-events-dlq", retention_days=14)
+EVENTS_QUEUE = QueueSpec(
+    logical_id="EventsQueue",
+    local_name="loan-events",
+    visibility_timeout_seconds=6 * CONSUMER_TIMEOUT_SECONDS,
+    dead_letter=EVENTS_DLQ,
+    max_receive_count=3,
+)
+RELAY_FAILURES_QUEUE = QueueSpec(logical_id="RelayFailures", local_name="relay-failures", retention_days=14)
+EVENTS_TOPIC_LOCAL_NAME = "loan-events"

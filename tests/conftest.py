@@ -1,0 +1,20 @@
+"""Process-wide test setup: fake AWS credentials, never a real account."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "POWERTOOLS_METRICS_NAMESPACE": "LoanSagaTests",
+        "POWERTOOLS_SERVICE_NAME": "tests",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    }
+)

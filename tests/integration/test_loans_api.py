@@ -1,0 +1,243 @@
+"""loans-api on a moto server: atomic command receipts, replays, and the one-disbursement rule."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from shared.dynamo import from_item, to_item
+from tests.support import ApiClient, json_of
+
+JOURNEY = "j-0001"
+
+
+def scan(dynamodb, table: str) -> list[dict]:
+    items, kwargs = [], {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = dynamodb.scan(**kwargs)
+        items += [from_item(item) for item in page["Items"]]
+        if "LastEvaluatedKey" not in page:
+            return sorted(items, key=lambda i: (i["pk"], i["sk"]))
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def simulate(api: ApiClient, key: str, amount: int = 10000, term: int = 36, journey: str = JOURNEY):
+    return api.post("/simulations", {"journeyId": journey, "amount": amount, "termMonths": term}, key=key)
+
+
+def accepted_journey(api: ApiClient) -> tuple[dict, dict]:
+    simulation = json_of(simulate(api, "k-sim"))
+    acceptance = json_of(api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": simulation["simulationId"]},
+                                  key="k-acc"))
+    return simulation, acceptance
+
+
+def test_simulation_commits_domain_receipt_ledger_and_outbox_together(loans_api, dynamodb, resources):
+    # Given an empty table
+    # When a simulation is created
+    response = simulate(loans_api, "k1")
+    # Then it answers 201 with the priced quote and the event to apply at once
+    assert response.status == 201
+    body = json_of(response)
+    assert body["status"] == "ACTIVE"
+    assert (body["amount"], body["annualRate"], body["monthlyPayment"]) == ("10000.00", "0.0790", "312.90")
+    assert body["event"]["eventId"] == body["eventId"]
+    assert body["event"]["snapshot"]["state"] == "simulated"
+    # And the table holds exactly: ledger, simulation, pointer, receipt, one PENDING outbox item
+    kinds = sorted(item["sk"].split("#")[0] for item in scan(dynamodb, resources.loans_table))
+    assert kinds == ["EVENT", "LEDGER", "POINTER", "RECEIPT", "SIMULATION"]
+    events = [i for i in scan(dynamodb, resources.loans_table) if i["sk"].startswith("EVENT#")]
+    assert events[0]["status"] == "PENDING"
+    assert events[0]["pendingShard"].startswith("PENDING#")
+    assert events[0]["eventId"] == body["eventId"]
+
+
+def test_replay_returns_the_recorded_body_byte_for_byte(loans_api):
+    # Given a committed simulation
+    first = simulate(loans_api, "k1")
+    # When the same key and body arrive again (with keys in another order)
+    again = loans_api.post("/simulations", {"termMonths": 36, "amount": 10000, "journeyId": JOURNEY}, key="k1")
+    # Then the recorded status and body come back, marked as a replay
+    assert again.status == first.status == 201
+    assert again.body == first.body
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert "Idempotent-Replayed" not in first.headers
+
+
+def test_same_key_with_a_different_body_is_422_and_writes_nothing(loans_api, dynamodb, resources):
+    simulate(loans_api, "k1")
+    before = scan(dynamodb, resources.loans_table)
+    response = simulate(loans_api, "k1", amount=20000)
+    assert response.status == 422
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert json_of(response)["type"].endswith("idempotency-key-reused")
+    assert scan(dynamodb, resources.loans_table) == before
+
+
+@pytest.mark.parametrize("path", ["/simulations", "/acceptances", "/disbursements"])
+def test_a_write_without_a_key_is_400(loans_api, dynamodb, resources, path):
+    bodies = {
+        "/simulations": {"journeyId": JOURNEY, "amount": 1000, "termMonths": 12},
+        "/acceptances": {"journeyId": JOURNEY, "simulationId": "s1"},
+        "/disbursements": {"journeyId": JOURNEY, "acceptanceId": "a1"},
+    }
+    response = loans_api.post(path, bodies[path])
+    assert response.status == 400
+    assert json_of(response)["retryable"] is False
+    assert scan(dynamodb, resources.loans_table) == []
+
+
+def test_twenty_concurrent_requests_with_one_key_make_one_simulation(loans_api, dynamodb, resources):
+    # Given 20 clients sending the same keyed simulate at once
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        responses = list(pool.map(lambda _: simulate(loans_api, "same-key"), range(20)))
+    # Then there is one simulation, one event, and 20 identical answers
+    assert {r.status for r in responses} == {201}
+    assert len({r.body for r in responses}) == 1
+    items = scan(dynamodb, resources.loans_table)
+    assert len([i for i in items if i["sk"].startswith("SIMULATION#")]) == 1
+    assert len([i for i in items if i["sk"].startswith("EVENT#")]) == 1
+    assert sum(r.headers.get("Idempotent-Replayed") == "true" for r in responses) == 19
+
+
+def test_a_business_violation_writes_nothing_at_all(loans_api, dynamodb, resources):
+    # Given a journey whose first simulation was superseded
+    old = json_of(simulate(loans_api, "k1"))
+    simulate(loans_api, "k2", amount=20000)
+    before = scan(dynamodb, resources.loans_table)
+    # When the superseded simulation is accepted
+    response = loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": old["simulationId"]}, key="k3")
+    # Then 409, and no receipt, no outbox item, no domain change
+    assert response.status == 409
+    assert json_of(response)["type"].endswith("business-rule-violated")
+    assert scan(dynamodb, resources.loans_table) == before
+
+
+def test_one_disbursement_per_journey_even_with_a_fresh_key_and_no_receipt(loans_api, dynamodb, resources):
+    # Given a disbursed journey
+    _, acceptance = accepted_journey(loans_api)
+    body = {"journeyId": JOURNEY, "acceptanceId": acceptance["acceptanceId"]}
+    first = loans_api.post("/disbursements", body, key=f"{JOURNEY}:disbursement")
+    assert first.status == 201
+    # When the receipt is gone (expired) and a fresh key asks again
+    dynamodb.delete_item(TableName=resources.loans_table,
+                         Key=to_item({"pk": f"RECEIPT#{JOURNEY}:disbursement", "sk": "RECEIPT"}))
+    second = loans_api.post("/disbursements", body, key="a-fresh-key")
+    replay_without_receipt = loans_api.post("/disbursements", body, key=f"{JOURNEY}:disbursement")
+    # Then both are refused: the domain itself allows one disbursement, ever
+    assert second.status == 409
+    assert replay_without_receipt.status == 409
+    items = scan(dynamodb, resources.loans_table)
+    assert len([i for i in items if i["sk"] == "DISBURSEMENT"]) == 1
+
+
+def test_the_disbursement_condition_holds_inside_the_transaction(loans_api, dynamodb, resources):
+    # Given a disbursed journey whose ledger was rolled back to claim no disbursement
+    _, acceptance = accepted_journey(loans_api)
+    body = {"journeyId": JOURNEY, "acceptanceId": acceptance["acceptanceId"]}
+    loans_api.post("/disbursements", body, key="d1")
+    ledger_key = {"pk": f"JOURNEY#{JOURNEY}", "sk": "LEDGER"}
+    ledger = from_item(dynamodb.get_item(TableName=resources.loans_table, Key=to_item(ledger_key))["Item"])
+    ledger["snapshot"]["disbursement"] = None
+    ledger["snapshot"]["state"] = "accepted"
+    dynamodb.put_item(TableName=resources.loans_table, Item=to_item(ledger))
+    before = scan(dynamodb, resources.loans_table)
+    # When a second disbursement passes the in-code checks
+    response = loans_api.post("/disbursements", body, key="d2")
+    # Then the transaction's attribute_not_exists refuses it, and nothing at all is written
+    assert response.status == 409
+    assert scan(dynamodb, resources.loans_table) == before
+
+
+def test_seq_grows_by_one_per_event_and_each_command_has_one_outbox_item(loans_api, dynamodb, resources):
+    # Given a journey walked through every command
+    first = json_of(simulate(loans_api, "s1"))
+    second = json_of(simulate(loans_api, "s2", amount=5000))
+    acc = json_of(loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": second["simulationId"]},
+                                 key="a1"))
+    loans_api.post(f"/acceptances/{acc['acceptanceId']}/cancel", key="ac1")
+    third = json_of(simulate(loans_api, "s3", amount=7000))
+    acc2 = json_of(loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": third["simulationId"]},
+                                  key="a2"))
+    loans_api.post("/disbursements", {"journeyId": JOURNEY, "acceptanceId": acc2["acceptanceId"]}, key="d1")
+    # Then the events are numbered 1..7 without gaps, one per committed command
+    truth = json_of(loans_api.get(f"/journeys/{JOURNEY}"))
+    assert [e["seq"] for e in truth["events"]] == list(range(1, 8))
+    assert [e["type"] for e in truth["events"]] == [
+        "SimulationCreated", "SimulationCreated", "AcceptanceCreated", "AcceptanceCancelled",
+        "SimulationCreated", "AcceptanceCreated", "LoanDisbursed",
+    ]
+    receipts = [i for i in scan(dynamodb, resources.loans_table) if i["sk"] == "RECEIPT"]
+    assert len(receipts) == 7
+    assert {r["eventId"] for r in receipts} == {e["eventId"] for e in truth["events"]}
+    # And the superseded / cancelled statuses are recorded
+    statuses = {s["simulationId"]: s["status"] for s in truth["simulations"]}
+    assert statuses[first["simulationId"]] == "SUPERSEDED"
+    assert statuses[third["simulationId"]] == "ACTIVE"
+    assert truth["state"] == "disbursed"
+    assert truth["disbursement"]["amount"] == "7000.00"
+
+
+def test_cancelling_an_acceptance_then_its_simulation(loans_api):
+    simulation, acceptance = accepted_journey(loans_api)
+    # A simulation with an active acceptance cannot be cancelled
+    blocked = loans_api.post(f"/simulations/{simulation['simulationId']}/cancel", key="c0")
+    assert blocked.status == 409
+    cancelled = loans_api.post(f"/acceptances/{acceptance['acceptanceId']}/cancel", key="c1")
+    assert cancelled.status == 200
+    assert json_of(cancelled)["status"] == "CANCELLED"
+    assert json_of(cancelled)["event"]["snapshot"]["state"] == "simulated"
+    sim_cancelled = loans_api.post(f"/simulations/{simulation['simulationId']}/cancel", key="c2")
+    assert sim_cancelled.status == 200
+    assert json_of(sim_cancelled)["status"] == "CANCELLED"
+    assert json_of(sim_cancelled)["event"]["snapshot"]["state"] == "cancelled"
+    # A cancelled journey takes no new simulation
+    assert simulate(loans_api, "s-after").status == 409
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/simulations", {"journeyId": JOURNEY, "amount": 499.99, "termMonths": 12}),
+        ("/simulations", {"journeyId": JOURNEY, "amount": 100000.01, "termMonths": 12}),
+        ("/simulations", {"journeyId": JOURNEY, "amount": 1000, "termMonths": 2}),
+        ("/simulations", {"journeyId": JOURNEY, "amount": 1000, "termMonths": 121}),
+        ("/simulations", {"journeyId": JOURNEY, "amount": 1000, "termMonths": "12"}),
+        ("/simulations", {"journeyId": JOURNEY, "amount": "lots", "termMonths": 12}),
+        ("/simulations", {"journeyId": JOURNEY, "amount": 1000.123, "termMonths": 12}),
+        ("/simulations", {"journeyId": JOURNEY, "amount": 1000, "termMonths": 12, "extra": 1}),
+        ("/simulations", {"amount": 1000, "termMonths": 12}),
+        ("/simulations", {"journeyId": "bad id!", "amount": 1000, "termMonths": 12}),
+        ("/acceptances", {"journeyId": JOURNEY}),
+        ("/disbursements", []),
+    ],
+)
+def test_invalid_input_is_a_422_problem_and_writes_nothing(loans_api, dynamodb, resources, path, body):
+    response = loans_api.post(path, body, key="k")
+    assert response.status == 422
+    problem = json_of(response)
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert {"type", "title", "status", "detail", "retryable"} <= problem.keys()
+    assert scan(dynamodb, resources.loans_table) == []
+
+
+def test_malformed_json_is_400_and_oversized_body_is_413(loans_api, dynamodb, resources):
+    assert loans_api.post("/simulations", raw=b'{"journeyId": ', key="k").status == 400
+    huge = json.dumps({"journeyId": JOURNEY, "amount": 1000, "termMonths": 12, "pad": "x" * 70000}).encode()
+    response = loans_api.post("/simulations", raw=huge, key="k")
+    assert response.status == 413
+    assert json_of(response)["status"] == 413
+    assert scan(dynamodb, resources.loans_table) == []
+
+
+def test_unknown_things_are_404_problems(loans_api):
+    for response in (
+        loans_api.get("/journeys/nobody"),
+        loans_api.post("/simulations/nope/cancel", key="k"),
+        loans_api.post("/acceptances/nope/cancel", key="k"),
+        loans_api.get("/no/such/route"),
+    ):
+        assert response.status == 404
+        assert response.headers["Content-Type"] == "application/problem+json"

@@ -1,0 +1,46 @@
+"""Helpers shared by the integration, e2e and chaos tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aws_lambda_powertools import Metrics
+
+from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, proxy_event
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def quiet_metrics(service: str) -> Metrics:
+    return Metrics(namespace="LoanSagaTests", service=service)
+
+
+@dataclass
+class ApiClient:
+    """Calls a proxy handler in-process the way API Gateway would."""
+
+    handler: Handler
+    name: str = "api"
+
+    def request(self, method: str, path: str, body: Any = None, headers: Mapping[str, str] | None = None,
+                raw: bytes | None = None) -> HttpResponse:
+        payload = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        all_headers = {"Content-Type": "application/json", **(headers or {})}
+        event = proxy_event(method, path, all_headers, payload)
+        return http_response(self.handler(event, LambdaContextStub(self.name)))
+
+    def post(self, path: str, body: Any = None, key: str | None = None, **kwargs: Any) -> HttpResponse:
+        headers = dict(kwargs.pop("headers", {}) or {})
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        return self.request("POST", path, body, headers=headers, **kwargs)
+
+    def get(self, path: str) -> HttpResponse:
+        return self.request("GET", path)
+
+
+def json_of(response: HttpResponse) -> Any:
+    return json.loads(response.body)

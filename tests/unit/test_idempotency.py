@@ -1,0 +1,31 @@
+"""Key and receipt logic, without AWS."""
+
+import pytest
+
+from shared.errors import IdempotencyKeyReused, MissingIdempotencyKey
+from shared.idempotency import Receipt, fingerprint, require_key
+
+
+@pytest.mark.parametrize("key", [None, "", "   ", "x" * 256])
+def test_missing_or_oversized_keys_are_refused(key):
+    with pytest.raises(MissingIdempotencyKey):
+        require_key(key)
+
+
+@pytest.mark.parametrize("key", ["k", "x" * 255, "j-1:simulation:01H"])
+def test_keys_of_1_to_255_characters_pass(key):
+    assert require_key(key) == key
+
+
+def test_fingerprint_ignores_key_order_but_not_values_or_route():
+    base = fingerprint("POST", "/simulations", {"a": 1, "b": 2})
+    assert fingerprint("post", "/simulations", {"b": 2, "a": 1}) == base
+    assert fingerprint("POST", "/simulations", {"a": 1, "b": 3}) != base
+    assert fingerprint("POST", "/acceptances", {"a": 1, "b": 2}) != base
+
+
+def test_a_receipt_replays_only_for_the_same_request():
+    receipt = Receipt("k", fingerprint("POST", "/x", {"a": 1}), 201, '{"ok":true}')
+    assert receipt.replay_for(fingerprint("POST", "/x", {"a": 1})) is receipt
+    with pytest.raises(IdempotencyKeyReused):
+        receipt.replay_for(fingerprint("POST", "/x", {"a": 2}))
