@@ -81,14 +81,18 @@ class EventApplier:
         self._clock = clock
         self._max_attempts = max_attempts
 
-    def apply(self, event: LoanEvent) -> Decision:
-        """Apply `event`; returns what happened and the record as it now stands."""
+    def apply(self, event: LoanEvent, current: ControlRecord | None = None) -> Decision:
+        """Apply `event`; returns what happened and the record as it now stands. `current` saves
+        the first read when the caller just read the record (a stale one only loses the CAS)."""
         for _ in range(self._max_attempts):
-            record = self._store.get(event.journeyId)
+            supplied, current = current, None
+            record = supplied or self._store.get(event.journeyId)
             if record is None:
                 raise JourneyNotFound(event.journeyId)
             decision = decide(record, event, self._clock())
             if decision.outcome is not Outcome.APPLIED:
+                if supplied is not None:
+                    continue  # answer with the freshest record, not the caller's copy
                 return decision
             if self._store.replace(decision.record, expected_version=record.version):
                 return decision

@@ -15,6 +15,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, Field
 
 from shared import errors
@@ -156,7 +157,7 @@ class ProblemDetails(BaseModel):
     errors: list[dict[str, str]] | None = Field(default=None, description="On 422: each invalid field.")
 
 
-def problem_responses(*statuses: int) -> dict[int, Any]:
+def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
     """OpenAPI `responses` entries for the given error statuses."""
     descriptions = {
         400: "Malformed JSON or a missing/invalid header.",

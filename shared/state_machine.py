@@ -36,6 +36,11 @@ TRANSITIONS: dict[tuple[LoanState, Command], LoanState] = {
 # `accepted` first cancels the acceptance, which lands on `simulated`).
 COMPENSATION_STEPS: dict[LoanState, tuple[LoanState, ...]] = {"accepted": ("simulated",)}
 
+# A command whose effect already stands is answered with the record, not refused: an agent that
+# re-calls a tool after a lost reply must not be told it did something wrong. Simulate is never
+# settled: each simulate is a new quote.
+SETTLED_BY: dict[Command, LoanState] = {"accept": "accepted", "disburse": "disbursed", "cancel": "cancelled"}
+
 # How each command is reached over HTTP, relative to the journey's URL.
 _ROUTES: dict[Command, str] = {
     "simulate": "simulate",
@@ -60,6 +65,11 @@ def is_terminal(state: LoanState) -> bool:
 
 def is_allowed(state: LoanState, command: Command) -> bool:
     return (state, command) in TRANSITIONS
+
+
+def is_settled(state: LoanState, command: Command) -> bool:
+    """True when `state` is exactly what `command` would have produced (a repeat)."""
+    return SETTLED_BY.get(command) == state
 
 
 def target_of(state: LoanState, command: Command) -> LoanState | None:

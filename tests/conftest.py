@@ -18,3 +18,10 @@ os.environ.update(
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
     }
 )
+
+from hypothesis import HealthCheck, settings
+
+# CI runs are derandomized so a failure reproduces; locally Hypothesis explores new examples.
+settings.register_profile("ci", derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+if os.environ.get("CI"):
+    settings.load_profile("ci")

@@ -9,8 +9,6 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from functions.loans_api.models import (
-    ENTITY_ID_PATTERN,
-    JOURNEY_ID_PATTERN,
     AcceptanceRequest,
     DisbursementRequest,
     JourneyTruthResponse,
@@ -19,8 +17,9 @@ from functions.loans_api.models import (
 from functions.loans_api.service import KeyedRequest, LoansService, Reply
 from shared import problems
 from shared.idempotency import HEADER, REPLAYED_HEADER, require_key
+from shared.loan_terms import ID_PATTERN
 
-EntityId = Annotated[str, Path(pattern=ENTITY_ID_PATTERN)]
+PathId = Annotated[str, Path(pattern=ID_PATTERN)]
 _WRITE_ERRORS = problems.problem_responses(400, 404, 409, 413, 422, 503)
 
 
@@ -43,7 +42,7 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         return reply(service.create_simulation(keyed(), body.journeyId, body.amount, body.termMonths))
 
     @app.post("/simulations/<simulation_id>/cancel", operation_id="cancelSimulation", responses=_WRITE_ERRORS)
-    def cancel_simulation(simulation_id: EntityId) -> Response[str]:
+    def cancel_simulation(simulation_id: PathId) -> Response[str]:
         return reply(service.cancel_simulation(keyed(), simulation_id))
 
     @app.post("/acceptances", operation_id="createAcceptance", responses=_WRITE_ERRORS)
@@ -51,7 +50,7 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         return reply(service.create_acceptance(keyed(), body.journeyId, body.simulationId))
 
     @app.post("/acceptances/<acceptance_id>/cancel", operation_id="cancelAcceptance", responses=_WRITE_ERRORS)
-    def cancel_acceptance(acceptance_id: EntityId) -> Response[str]:
+    def cancel_acceptance(acceptance_id: PathId) -> Response[str]:
         return reply(service.cancel_acceptance(keyed(), acceptance_id))
 
     @app.post("/disbursements", operation_id="createDisbursement", responses=_WRITE_ERRORS,
@@ -63,7 +62,7 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
              responses={200: {"description": "The journey's truth.",
                               "content": {"application/json": {"model": JourneyTruthResponse}}},
                         **problems.problem_responses(404)})
-    def get_journey(journey_id: Annotated[str, Path(pattern=JOURNEY_ID_PATTERN)]) -> Response[str]:
+    def get_journey(journey_id: PathId) -> Response[str]:
         truth = service.journey(journey_id)
         body: dict[str, Any] = {
             "journeyId": truth.journey_id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -17,14 +18,9 @@ logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
 
-_handler: problems.Handler | None = None
-
-
+@cache  # built lazily, once per container
 def _app() -> problems.Handler:
-    global _handler  # noqa: PLW0603 - built lazily, once per container
-    if _handler is None:
-        _handler = bootstrap.build(LoansSettings.from_env(os.environ), metrics)
-    return _handler
+    return bootstrap.build(LoansSettings.from_env(os.environ), metrics)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

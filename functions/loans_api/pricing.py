@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
-MIN_AMOUNT = Decimal("500")
-MAX_AMOUNT = Decimal("100000")
-MIN_TERM_MONTHS = 3
-MAX_TERM_MONTHS = 120
+from shared.loan_terms import MAX_TERM_MONTHS
 
 CENT = Decimal("0.01")
 RATE_QUANTUM = Decimal("0.0001")

@@ -9,10 +9,12 @@ import urllib3
 
 from functions.loans_api import bootstrap as loans_bootstrap
 from functions.loans_api.settings import LoansSettings
+from functions.orchestrator import bootstrap as orchestrator_bootstrap
+from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.moto_server import MotoServer
 from saga.local.resources import LocalResources, provision
 from shared import aws
-from tests.support import ApiClient, quiet_metrics
+from tests.support import ApiClient, InProcessHttp, quiet_metrics
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +43,27 @@ def loans_settings(resources: LocalResources) -> LoansSettings:
 @pytest.fixture
 def loans_api(loans_settings: LoansSettings) -> ApiClient:
     return ApiClient(loans_bootstrap.build(loans_settings, quiet_metrics("loans-api")), name="loans-api")
+
+
+@pytest.fixture
+def loans_http(loans_settings: LoansSettings) -> InProcessHttp:
+    """loans-api behind a fake transport that can lose responses (see InProcessHttp)."""
+    return InProcessHttp(loans_bootstrap.build(loans_settings, quiet_metrics("loans-api")))
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def orchestrator_settings(resources: LocalResources) -> OrchestratorSettings:
+    return OrchestratorSettings(aws_endpoint_url=resources.endpoint_url, journeys_table_name=resources.journeys_table,
+                                loans_api_url="http://loans-api.invalid")
+
+
+@pytest.fixture
+def orchestrator(orchestrator_settings: OrchestratorSettings, loans_http: InProcessHttp, sleeps) -> ApiClient:
+    handler = orchestrator_bootstrap.build(orchestrator_settings, quiet_metrics("orchestrator"), http=loans_http,
+                                           sleep=sleeps.append)
+    return ApiClient(handler, name="orchestrator")

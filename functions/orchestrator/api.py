@@ -1,0 +1,143 @@
+"""The agent-facing API: parse, call the journey service once, map the result. The OpenAPI document
+it serves is written for an LLM tool-calling agent: operation ids, what each call does, and how to
+recover from each error."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from functions.orchestrator.models import ControlRecordView, CreateJourneyRequest, SimulateRequest
+from functions.orchestrator.service import AgentKey, JourneyService, Result
+from functions.orchestrator.views import render_json
+from shared import problems
+from shared.idempotency import HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, fingerprint
+from shared.loan_terms import ID_PATTERN
+
+JourneyId = Annotated[str, Path(pattern=ID_PATTERN, description="The journeyId returned by createJourney.")]
+AgentIdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias=HEADER,
+        min_length=1,
+        max_length=MAX_KEY_LENGTH,
+        description="Optional. Send the same value when you repeat this call (for example after a timeout): the "
+        "repeat returns the first call's result and changes nothing. Use a new value for a new request.",
+    ),
+]
+
+_RECORD: OpenAPIResponse = {
+    "description": "The journey's Control Record.",
+    "content": {"application/json": {"model": ControlRecordView}},
+}
+_COMMAND_ERRORS = problems.problem_responses(404, 409, 413, 422, 502, 503)
+
+DESCRIPTION = """Drive a loan journey for a customer: create a journey, simulate (price) a loan, accept the
+simulation, disburse the money, or cancel. Every response that succeeds is the journey's Control Record:
+`currentState` says where the journey is and `availableActions` lists exactly the calls that are legal next
+(follow their `href`). Every call is safe to repeat: a repeated accept, disburse or cancel returns the record
+unchanged; a repeated createJourney or simulate with the same Idempotency-Key header returns the first result.
+Errors are RFC 9457 problem+json with `retryable`: when it is true, repeat the same call; when false, read
+`detail` and, on 409, pick one of the `availableActions` it carries."""
+
+
+def create_app(service: JourneyService) -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(enable_validation=True)
+    problems.install(app)
+
+    def agent_key(key: str | None) -> AgentKey | None:
+        if key is None:
+            return None
+        event = app.current_event
+        return AgentKey(scope=f"{event.http_method} {event.path} {key}",
+                        request_hash=fingerprint(event.http_method, event.path, event.json_body))
+
+    def respond(result: Result) -> Response[str]:
+        headers = {REPLAYED_HEADER: "true"} if result.replayed else {}
+        return Response(status_code=result.status, content_type="application/json", body=result.body,
+                        headers=headers)
+
+    @app.post(
+        "/journeys",
+        operation_id="createJourney",
+        summary="Start a loan journey for a customer",
+        description="Creates a journey in state `created`. Send an Idempotency-Key header so that repeating this "
+        "call (after a timeout, say) cannot create a second journey.",
+        responses={201: _RECORD, **_COMMAND_ERRORS},
+        tags=["journeys"],
+    )
+    def create_journey(body: CreateJourneyRequest, idempotency_key: AgentIdempotencyKey = None) -> Response[str]:
+        return respond(service.create(body.customerId, agent_key(idempotency_key)))
+
+    @app.get(
+        "/journeys/<journey_id>",
+        operation_id="getJourney",
+        summary="Read a journey's Control Record",
+        description="Where the journey is (`currentState`) and what may be done next (`availableActions`).",
+        responses={200: _RECORD, **problems.problem_responses(404)},
+        tags=["journeys"],
+    )
+    def get_journey(journey_id: JourneyId) -> Response[str]:
+        return Response(status_code=200, content_type="application/json",
+                        body=render_json(service.get(journey_id)))
+
+    @app.post(
+        "/journeys/<journey_id>/simulate",
+        operation_id="simulateLoan",
+        summary="Price a loan (or re-price it)",
+        description="Quotes a loan of `amount` over `termMonths` and makes it the journey's simulation. Legal in "
+        "`created`, `simulated` and `accepted` (an existing acceptance is cancelled first). Without an "
+        "Idempotency-Key each call is a new quote; with one, a repeat returns the first quote.",
+        responses={200: _RECORD, **_COMMAND_ERRORS},
+        tags=["journeys"],
+    )
+    def simulate(journey_id: JourneyId, body: SimulateRequest,
+                 idempotency_key: AgentIdempotencyKey = None) -> Response[str]:
+        return respond(service.simulate(journey_id, body.amount, body.termMonths, agent_key(idempotency_key)))
+
+    @app.post(
+        "/journeys/<journey_id>/accept",
+        operation_id="acceptSimulation",
+        summary="Accept the current simulation",
+        description="The customer accepts the quote in `simulation`. Legal in `simulated`; repeating it in "
+        "`accepted` returns the record unchanged.",
+        responses={200: _RECORD, **_COMMAND_ERRORS},
+        tags=["journeys"],
+    )
+    def accept(journey_id: JourneyId) -> Response[str]:
+        return respond(service.accept(journey_id))
+
+    @app.post(
+        "/journeys/<journey_id>/disburse",
+        operation_id="disburseLoan",
+        summary="Pay out the accepted loan (exactly once, ever)",
+        description="Moves the money. Legal in `accepted`. A journey is disbursed at most once, whatever is "
+        "repeated; repeating it in `disbursed` returns the record unchanged. `disbursed` is final: nothing, not "
+        "even cancel, is legal afterwards.",
+        responses={200: _RECORD, **_COMMAND_ERRORS},
+        tags=["journeys"],
+    )
+    def disburse(journey_id: JourneyId) -> Response[str]:
+        return respond(service.disburse(journey_id))
+
+    @app.post(
+        "/journeys/<journey_id>/cancel",
+        operation_id="cancelJourney",
+        summary="Abandon the journey",
+        description="Cancels the acceptance, then the simulation, then the journey. Legal in `created`, "
+        "`simulated` and `accepted`; repeating it in `cancelled` returns the record unchanged.",
+        responses={200: _RECORD, **_COMMAND_ERRORS},
+        tags=["journeys"],
+    )
+    def cancel(journey_id: JourneyId) -> Response[str]:
+        return respond(service.cancel(journey_id))
+
+    @app.get("/health", operation_id="health", summary="Liveness", tags=["ops"])
+    def health() -> dict[str, Any]:
+        return {"status": "ok"}
+
+    problems.serve_openapi(app, title="Loan journey orchestrator", description=DESCRIPTION)
+    return app

@@ -1,0 +1,99 @@
+"""The port to loans-api and its HTTP adapter. The port is one method, `send`, so the retrying
+decorator (retry.py) wraps every call the same way."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import urllib3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from shared.idempotency import HEADER, REPLAYED_HEADER
+
+
+@dataclass(frozen=True)
+class LoansRequest:
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class LoansReply:
+    """A non-5xx answer from loans-api."""
+
+    status: int
+    body: dict[str, Any]
+    replayed: bool = False
+
+
+class TransientLoansError(Exception):
+    """A failure a retry may clear: a 5xx, or the transport failed (reset, timeout, cut body)."""
+
+
+class LoansClient(Protocol):
+    def send(self, request: LoansRequest) -> LoansReply:
+        """Send one request; TransientLoansError for 5xx or transport failures."""
+        ...
+
+
+class HttpRequester(Protocol):
+    """What HttpLoansClient needs of urllib3.PoolManager (tests may pass an in-process double)."""
+
+    def request(self, method: str, url: str, body: bytes | None = ..., headers: dict[str, str] | None = ...,
+                **kwargs: Any) -> Any: ...
+
+
+class SigV4Signer:
+    """Signs requests for an IAM-authorized API Gateway (service `execute-api`)."""
+
+    def __init__(self, credentials_provider: Any, region: str) -> None:
+        self._credentials = credentials_provider
+        self._region = region
+
+    def sign(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> dict[str, str]:
+        frozen = self._credentials().get_frozen_credentials()
+        credentials = Credentials(frozen.access_key, frozen.secret_key, frozen.token)
+        request = AWSRequest(method=method, url=url, data=body or b"", headers=headers)
+        SigV4Auth(credentials, "execute-api", self._region).add_auth(request)
+        return dict(request.headers.items())
+
+
+class HttpLoansClient:
+    """LoansClient over HTTP(S) with per-attempt timeouts and no hidden retries."""
+
+    def __init__(self, base_url: str, http: HttpRequester, timeout: urllib3.Timeout,
+                 signer: SigV4Signer | None = None) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._http = http
+        self._timeout = timeout
+        self._signer = signer
+
+    def send(self, request: LoansRequest) -> LoansReply:
+        url = self._base_url + request.path
+        body = None if request.body is None else json.dumps(request.body).encode()
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if request.idempotency_key is not None:
+            headers[HEADER] = request.idempotency_key
+        if self._signer is not None:
+            headers = self._signer.sign(request.method, url, body, headers)
+        try:
+            response = self._http.request(
+                request.method, url, body=body, headers=headers, timeout=self._timeout, retries=False, redirect=False
+            )
+        except urllib3.exceptions.HTTPError as error:
+            raise TransientLoansError(f"transport failure: {type(error).__name__}: {error}") from error
+        if response.status >= 500:
+            raise TransientLoansError(f"loans-api answered {response.status}")
+        try:
+            payload = json.loads(response.data)
+        except ValueError as error:
+            # A cut or garbled body is a transport failure: the retry replays the recorded answer.
+            raise TransientLoansError(f"unreadable body from loans-api ({response.status})") from error
+        replayed = str(response.headers.get(REPLAYED_HEADER, "")).lower() == "true"
+        return LoansReply(status=response.status, body=payload, replayed=replayed)

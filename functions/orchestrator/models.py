@@ -1,0 +1,35 @@
+"""The orchestrator's request and response bodies, described for an agent reading the OpenAPI."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from shared.control_record import ControlRecord
+from shared.events import Message
+from shared.loan_terms import Amount, TermMonths
+
+
+class CreateJourneyRequest(Message):
+    customerId: Annotated[
+        str, Field(min_length=1, max_length=128, description="Your customer's id, as your systems know it.")
+    ]
+
+
+class SimulateRequest(Message):
+    amount: Amount
+    termMonths: TermMonths
+
+
+class ActionView(Message):
+    name: str = Field(description="The command: simulate, accept, disburse or cancel.")
+    method: str = Field(description="The HTTP method to use (always POST).")
+    href: str = Field(description="The path to call, relative to the API's base URL.")
+
+
+class ControlRecordView(ControlRecord):
+    """The journey as the agent sees it. `availableActions` lists every command that is legal now;
+    follow only those links. `version` grows by one with every change."""
+
+    availableActions: list[ActionView]

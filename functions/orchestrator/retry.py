@@ -1,0 +1,79 @@
+"""Retries of calls to loans-api (D8): one module, one secret. Only here do retries exist; the
+command service does not know about them (the decorator is composed in bootstrap)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aws_lambda_powertools import Logger
+
+from functions.orchestrator.loans_client import LoansClient, LoansReply, LoansRequest, TransientLoansError
+from shared.errors import UpstreamUnavailable
+
+logger = Logger(child=True)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """5 attempts, 1 s base, x2 growth, additive jitter: the delay before attempt n (n >= 2) is
+    base * multiplier**(n-2) + U(0, max_jitter). Jitter is added, never subtracted, so the floor
+    of the whole schedule is exact: 1 + 2 + 4 + 8 = 15 s."""
+
+    attempts: int = 5
+    base_delay: float = 1.0
+    multiplier: float = 2.0
+    max_jitter: float = 0.1
+
+    def floor_delay(self, retry_number: int) -> float:
+        """The delay before the `retry_number`-th retry (1-based), without jitter."""
+        return self.base_delay * self.multiplier ** (retry_number - 1)
+
+    def delay(self, retry_number: int, unit_random: float) -> float:
+        return self.floor_delay(retry_number) + self.max_jitter * unit_random
+
+    def floor_seconds(self) -> float:
+        """Least total sleeping when every attempt fails."""
+        return sum(self.floor_delay(n) for n in range(1, self.attempts))
+
+    def ceiling_seconds(self) -> float:
+        """Most total sleeping when every attempt fails."""
+        return self.floor_seconds() + self.max_jitter * (self.attempts - 1)
+
+
+class RetryingLoansClient:
+    """LoansClient decorator: retries transient failures (5xx, transport) on the schedule; any 4xx
+    is terminal and returned at once. Safe because every request carries its idempotency key."""
+
+    def __init__(
+        self,
+        inner: LoansClient,
+        policy: RetryPolicy,
+        sleep: Callable[[float], None] = time.sleep,
+        unit_random: Callable[[], float] = random.random,
+    ) -> None:
+        self._inner = inner
+        self._policy = policy
+        self._sleep = sleep
+        self._random = unit_random
+
+    def send(self, request: LoansRequest) -> LoansReply:
+        for attempt in range(1, self._policy.attempts + 1):
+            try:
+                return self._inner.send(request)
+            except TransientLoansError as error:
+                if attempt == self._policy.attempts:
+                    logger.warning("loans-api unavailable after every attempt",
+                                   extra={"path": request.path, "attempts": attempt, "error": str(error)})
+                    break
+                delay = self._policy.delay(attempt, self._random())
+                logger.info("transient loans-api failure, retrying",
+                            extra={"path": request.path, "attempt": attempt, "delay_s": round(delay, 3),
+                                   "error": str(error), "idempotency_key": request.idempotency_key})
+                self._sleep(delay)
+        raise UpstreamUnavailable(
+            f"loans-api did not answer after {self._policy.attempts} attempts; retrying this request is safe "
+            "(every step carries its idempotency key, so nothing is applied twice)"
+        )

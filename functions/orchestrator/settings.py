@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
+from shared.settings import BaseSettings
+
+
+class OrchestratorSettings(BaseSettings):
+    journeys_table_name: str
+    loans_api_url: str
+    # SigV4-sign calls to loans-api (an IAM-authorized API Gateway); off locally.
+    sign_loans_requests: bool = False
+    # Per-attempt limits of one call to loans-api; with the retry schedule they fit API Gateway's
+    # 29 s integration timeout (see tests/unit/test_retry.py for the worst case).
+    loans_connect_timeout: float = 0.3
+    loans_read_timeout: float = 1.5
+    retry_attempts: int = 5
+    retry_base_delay: float = 1.0
+    retry_multiplier: float = 2.0
+    retry_max_jitter: float = 0.1
+    receipt_ttl_seconds: int = DEFAULT_RECEIPT_TTL_SECONDS

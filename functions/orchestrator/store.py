@@ -1,0 +1,77 @@
+"""The orchestrator's own table: Control Records (via the shared CAS adapter) and the receipts of
+agent-supplied Idempotency-Keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared.control_record import ControlRecord
+from shared.control_store import DynamoControlRecordStore, control_item
+from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
+from shared.idempotency import Receipt
+
+RECEIPT_SK = "RECEIPT"
+
+
+def _receipt_item(receipt: Receipt, expires_at: int) -> dict[str, Any]:
+    return to_item(
+        {
+            "pk": f"RECEIPT#{receipt.key}",
+            "sk": RECEIPT_SK,
+            "idempotencyKey": receipt.key,
+            "requestHash": receipt.request_hash,
+            "status": receipt.status,
+            "body": receipt.body,
+            "expiresAt": expires_at,
+        }
+    )
+
+
+def _receipt_from(item: dict[str, Any]) -> Receipt:
+    values = from_item(item)
+    return Receipt(values["idempotencyKey"], values["requestHash"], int(values["status"]), values["body"])
+
+
+class DynamoJourneyStore(DynamoControlRecordStore):
+    def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None:
+        """Create the record (and the receipt that records its creation, in one transaction).
+        Returns the existing receipt instead when the key was already used."""
+        put_record = {"Put": {"TableName": self._table, "Item": control_item(record),
+                              "ConditionExpression": "attribute_not_exists(pk)"}}
+        if receipt is None:
+            self._client.transact_write_items(TransactItems=[put_record])
+            return None
+        put_receipt = {"Put": {"TableName": self._table, "Item": _receipt_item(receipt, expires_at),
+                               "ConditionExpression": "attribute_not_exists(pk)",
+                               "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
+        try:
+            self._client.transact_write_items(TransactItems=[put_receipt, put_record])
+        except ClientError as error:
+            if error_code(error) != "TransactionCanceledException":
+                raise
+            reason = (cancellation_reasons(error) or [{}])[0]
+            if reason.get("Code") != "ConditionalCheckFailed":
+                raise
+            return _receipt_from(reason["Item"]) if "Item" in reason else self.get_receipt(receipt.key)
+        return None
+
+    def get_receipt(self, key: str) -> Receipt | None:
+        response = self._client.get_item(
+            TableName=self._table, Key=to_item({"pk": f"RECEIPT#{key}", "sk": RECEIPT_SK}), ConsistentRead=True
+        )
+        item = response.get("Item")
+        return None if item is None else _receipt_from(item)
+
+    def put_receipt(self, receipt: Receipt, expires_at: int) -> Receipt:
+        """Record `receipt` unless the key already has one; returns the receipt that stands."""
+        try:
+            self._client.put_item(TableName=self._table, Item=_receipt_item(receipt, expires_at),
+                                  ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as error:
+            if error_code(error) != "ConditionalCheckFailedException":
+                raise
+            existing = self.get_receipt(receipt.key)
+            return existing or receipt
+        return receipt

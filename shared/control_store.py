@@ -1,0 +1,50 @@
+"""Control Records on DynamoDB: the adapter behind the applier's ControlRecordStore port, used by
+the orchestrator (road 1) and the consumer (road 2). The write is a compare-and-swap on `version`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared.control_record import ControlRecord
+from shared.dynamo import error_code, from_item, to_item
+from shared.outbox import journey_pk
+
+CONTROL_SK = "CONTROL"
+
+
+def control_key(journey_id: str) -> dict[str, Any]:
+    return to_item({"pk": journey_pk(journey_id), "sk": CONTROL_SK})
+
+
+def control_item(record: ControlRecord) -> dict[str, Any]:
+    return to_item({"pk": journey_pk(record.journeyId), "sk": CONTROL_SK, **record.model_dump(mode="json")})
+
+
+class DynamoControlRecordStore:
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def get(self, journey_id: str) -> ControlRecord | None:
+        response = self._client.get_item(TableName=self._table, Key=control_key(journey_id), ConsistentRead=True)
+        item = response.get("Item")
+        if item is None:
+            return None
+        values = from_item(item)
+        return ControlRecord.model_validate({name: values.get(name) for name in ControlRecord.model_fields})
+
+    def replace(self, record: ControlRecord, expected_version: int) -> bool:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=control_item(record),
+                ConditionExpression="version = :expected",
+                ExpressionAttributeValues=to_item({":expected": expected_version}),
+            )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True

@@ -1,0 +1,303 @@
+"""The orchestrator over a moto server, calling the real loans-api handler through a transport that
+can lose responses: retries, replays, compensations and the Control Record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.integration.test_loans_api import scan
+from tests.support import ApiClient, InProcessHttp, json_of
+
+
+def new_journey(orchestrator: ApiClient, customer: str = "c-1") -> Any:
+    response = orchestrator.post("/journeys", {"customerId": customer})
+    assert response.status == 201
+    return json_of(response)
+
+
+def command(orchestrator: ApiClient, journey: dict, name: str, body: dict | None = None, **kwargs):
+    return orchestrator.post(f"/journeys/{journey['journeyId']}/{name}", body, **kwargs)
+
+
+def simulate(orchestrator: ApiClient, journey: dict, amount: int = 10000, term: int = 36, **kwargs):
+    return command(orchestrator, journey, "simulate", {"amount": amount, "termMonths": term}, **kwargs)
+
+
+def truth(loans_http: InProcessHttp, journey_id: str) -> Any:
+    return json_of(ApiClient(loans_http.handler).get(f"/journeys/{journey_id}"))
+
+
+def action_names(record: dict) -> list[str]:
+    return [action["name"] for action in record["availableActions"]]
+
+
+def test_a_new_journey_is_created_with_its_available_actions(orchestrator):
+    record = new_journey(orchestrator)
+    assert record["currentState"] == "created"
+    assert record["version"] == 0
+    assert record["lastAppliedSeq"] == 0
+    assert record["availableActions"] == [
+        {"name": "simulate", "method": "POST", "href": f"/journeys/{record['journeyId']}/simulate"},
+        {"name": "cancel", "method": "POST", "href": f"/journeys/{record['journeyId']}/cancel"},
+    ]
+    assert json_of(orchestrator.get(f"/journeys/{record['journeyId']}")) == record
+
+
+def test_response_lost_after_commit_is_retried_and_replayed(orchestrator, loans_http, sleeps):
+    # Given a journey, and a network that loses loans-api's first reply after the commit
+    journey = new_journey(orchestrator)
+    loans_http.faults = ["lose"]
+    # When the agent simulates
+    response = simulate(orchestrator, journey)
+    # Then the call succeeds after one retry, which loans-api answered from its receipt
+    assert response.status == 200
+    record = json_of(response)
+    assert record["currentState"] == "simulated"
+    assert record["version"] == 1
+    assert len(sleeps) == 1
+    assert sleeps[0] >= 1.0
+    # And there is exactly one simulation
+    facts = truth(loans_http, journey["journeyId"])
+    assert len(facts["simulations"]) == 1
+    assert record["simulation"]["simulationId"] == facts["simulations"][0]["simulationId"]
+    assert record["lastAppliedSeq"] == facts["seq"] == 1
+
+
+def test_persistent_failure_is_503_retryable_after_the_whole_schedule(orchestrator, loans_http, sleeps):
+    # Given loans-api commits every time but every reply is lost
+    journey = new_journey(orchestrator)
+    loans_http.persistent_fault = "lose"
+    # When the agent simulates
+    response = simulate(orchestrator, journey, key="agent-key-1")
+    # Then after 5 attempts the agent is told to retry, safely
+    assert response.status == 503
+    problem = json_of(response)
+    assert problem["retryable"] is True
+    assert "safe" in problem["detail"]
+    assert len(sleeps) == 4
+    assert sum(sleeps) > 12
+    # And loans-api committed exactly once (four replays), with no duplicate
+    assert len([c for c in loans_http.calls if c == ("POST", "/simulations")]) == 5
+    assert len(truth(loans_http, journey["journeyId"])["simulations"]) == 1
+    # When the network heals and the agent retries with the same key
+    loans_http.persistent_fault = None
+    retried = simulate(orchestrator, journey, key="agent-key-1")
+    # Then the recorded simulation is applied, and nothing new is created
+    assert retried.status == 200
+    assert json_of(retried)["version"] == 1
+    assert len(truth(loans_http, journey["journeyId"])["simulations"]) == 1
+    # And a further repeat is answered from the orchestrator's own receipt
+    again = simulate(orchestrator, journey, key="agent-key-1")
+    assert again.body == retried.body
+    assert again.headers.get("Idempotent-Replayed") == "true"
+
+
+def test_5xx_before_loans_api_is_503_and_nothing_is_written(orchestrator, loans_http, sleeps):
+    journey = new_journey(orchestrator)
+    loans_http.persistent_fault = "5xx"
+    response = simulate(orchestrator, journey)
+    assert response.status == 503
+    assert json_of(response)["retryable"] is True
+    assert len(sleeps) == 4
+    assert json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))["version"] == 0
+
+
+def test_4xx_from_loans_api_is_not_retried(orchestrator, loans_http, sleeps):
+    # Given a simulated journey whose simulation loans-api already cancelled behind our back
+    journey = new_journey(orchestrator)
+    record = json_of(simulate(orchestrator, journey))
+    ApiClient(loans_http.handler).post(f"/simulations/{record['simulation']['simulationId']}/cancel", key="x")
+    # When the agent accepts
+    response = command(orchestrator, journey, "accept")
+    # Then loans-api's 409 comes back at once as a 409 with what is legal now
+    assert response.status == 409
+    assert sleeps == []
+    assert "availableActions" in json_of(response)
+
+
+def test_the_full_journey_with_re_simulations_and_a_compensated_acceptance(orchestrator, loans_http):
+    journey = new_journey(orchestrator)
+    jid = journey["journeyId"]
+    first = json_of(simulate(orchestrator, journey, 10000, 36))
+    second = json_of(simulate(orchestrator, journey, 12000, 48))
+    assert second["currentState"] == "simulated"
+    assert second["simulation"]["simulationId"] != first["simulation"]["simulationId"]
+    accepted = json_of(command(orchestrator, journey, "accept"))
+    assert accepted["currentState"] == "accepted"
+    assert accepted["acceptance"]["simulationId"] == second["simulation"]["simulationId"]
+    assert action_names(accepted) == ["simulate", "disburse", "cancel"]
+    # Re-simulating from accepted cancels the acceptance first (a compensation)
+    third = json_of(simulate(orchestrator, journey, 9000, 24))
+    assert third["currentState"] == "simulated"
+    assert third["acceptance"] is None
+    accepted_again = json_of(command(orchestrator, journey, "accept"))
+    disbursed = json_of(command(orchestrator, journey, "disburse"))
+    assert disbursed["currentState"] == "disbursed"
+    assert disbursed["disbursement"]["amount"] == "9000.00"
+    assert disbursed["availableActions"] == []
+    facts = truth(loans_http, jid)
+    assert [e["type"] for e in facts["events"]] == [
+        "SimulationCreated", "SimulationCreated", "AcceptanceCreated", "AcceptanceCancelled",
+        "SimulationCreated", "AcceptanceCreated", "LoanDisbursed",
+    ]
+    assert disbursed["lastAppliedSeq"] == facts["seq"] == 7
+    assert disbursed["version"] == 7
+    assert facts["acceptances"][0]["status"] == "CANCELLED"
+    assert accepted_again["acceptance"]["acceptanceId"] == facts["disbursement"]["acceptanceId"]
+
+
+@pytest.mark.parametrize("state", ["created", "simulated", "accepted"])
+def test_cancel_from_every_non_terminal_state(orchestrator, loans_http, state):
+    journey = new_journey(orchestrator)
+    if state in ("simulated", "accepted"):
+        simulate(orchestrator, journey)
+    if state == "accepted":
+        command(orchestrator, journey, "accept")
+    response = command(orchestrator, journey, "cancel")
+    assert response.status == 200
+    record = json_of(response)
+    assert record["currentState"] == "cancelled"
+    assert record["availableActions"] == []
+    if state != "created":
+        facts = truth(loans_http, journey["journeyId"])
+        assert facts["state"] == "cancelled"
+        assert {s["status"] for s in facts["simulations"]} == {"CANCELLED"}
+        assert all(a["status"] == "CANCELLED" for a in facts["acceptances"])
+        assert record["lastAppliedSeq"] == facts["seq"]
+    # A repeated cancel is harmless and answers the same record
+    again = command(orchestrator, journey, "cancel")
+    assert again.status == 200
+    assert json_of(again) == record
+
+
+def test_a_compensation_that_fails_leaves_a_consistent_retryable_record(orchestrator, loans_http):
+    # Given an accepted journey, and loans-api failing from the second call of the cancel on
+    journey = new_journey(orchestrator)
+    simulate(orchestrator, journey)
+    command(orchestrator, journey, "accept")
+    loans_http.faults = ["ok"] + ["5xx"] * 5
+    # When the agent cancels
+    response = command(orchestrator, journey, "cancel")
+    # Then the acceptance was cancelled, the simulation not, and the agent may retry
+    assert response.status == 503
+    record = json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))
+    assert record["currentState"] == "simulated"
+    assert truth(loans_http, journey["journeyId"])["state"] == "simulated"
+    retried = json_of(command(orchestrator, journey, "cancel"))
+    assert retried["currentState"] == "cancelled"
+
+
+def test_disbursing_twice_makes_one_disbursement_and_answers_the_same_record(orchestrator, loans_http):
+    journey = new_journey(orchestrator)
+    simulate(orchestrator, journey)
+    command(orchestrator, journey, "accept")
+    first = command(orchestrator, journey, "disburse")
+    second = command(orchestrator, journey, "disburse")
+    assert first.status == second.status == 200
+    assert json_of(first) == json_of(second)
+    assert second.headers.get("Idempotent-Replayed") == "true"
+    assert truth(loans_http, journey["journeyId"])["disbursement"] is not None
+    assert len([c for c in loans_http.calls if c[1] == "/disbursements"]) == 1
+
+
+def test_disburse_with_a_lost_reply_disburses_once(orchestrator, loans_http):
+    journey = new_journey(orchestrator)
+    simulate(orchestrator, journey)
+    command(orchestrator, journey, "accept")
+    loans_http.faults = ["lose", "lose"]
+    record = json_of(command(orchestrator, journey, "disburse"))
+    assert record["currentState"] == "disbursed"
+    assert len([c for c in loans_http.calls if c[1] == "/disbursements"]) == 3
+    assert truth(loans_http, journey["journeyId"])["events"][-1]["type"] == "LoanDisbursed"
+
+
+@pytest.mark.parametrize(
+    ("state", "name"),
+    [("created", "accept"), ("created", "disburse"), ("simulated", "disburse"), ("disbursed", "simulate"),
+     ("disbursed", "cancel"), ("cancelled", "simulate"), ("cancelled", "accept")],
+)
+def test_illegal_commands_are_409_with_the_available_actions(orchestrator, state, name):
+    journey = new_journey(orchestrator)
+    if state in ("simulated", "disbursed"):
+        simulate(orchestrator, journey)
+    if state == "disbursed":
+        command(orchestrator, journey, "accept")
+        command(orchestrator, journey, "disburse")
+    if state == "cancelled":
+        command(orchestrator, journey, "cancel")
+    body = {"amount": 1000, "termMonths": 12} if name == "simulate" else None
+    response = command(orchestrator, journey, name, body)
+    assert response.status == 409
+    problem = json_of(response)
+    assert response.headers["Content-Type"] == "application/problem+json"
+    current = json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))
+    assert problem["availableActions"] == current["availableActions"]
+    assert problem["retryable"] is False
+
+
+def test_create_with_an_agent_key_is_replayed_not_duplicated(orchestrator, dynamodb, resources):
+    first = orchestrator.post("/journeys", {"customerId": "c-9"}, key="agent-create-1")
+    again = orchestrator.post("/journeys", {"customerId": "c-9"}, key="agent-create-1")
+    other = orchestrator.post("/journeys", {"customerId": "c-10"}, key="agent-create-1")
+    assert first.status == again.status == 201
+    assert again.body == first.body
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert other.status == 422
+    records = [i for i in scan(dynamodb, resources.journeys_table) if i["sk"] == "CONTROL"]
+    assert len(records) == 1
+
+
+def test_simulate_with_an_agent_key_creates_one_quote(orchestrator, loans_http):
+    journey = new_journey(orchestrator)
+    first = simulate(orchestrator, journey, key="quote-1")
+    again = simulate(orchestrator, journey, key="quote-1")
+    different = simulate(orchestrator, journey, 20000, key="quote-1")
+    assert again.body == first.body
+    assert different.status == 422
+    assert len(truth(loans_http, journey["journeyId"])["simulations"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/journeys", {}),
+        ("/journeys", {"customerId": 42}),
+        ("/journeys", {"customerId": ""}),
+        ("/journeys", {"customerId": "c", "unexpected": True}),
+        ("{journey}/simulate", {"amount": 100, "termMonths": 12}),
+        ("{journey}/simulate", {"amount": 1000, "termMonths": 200}),
+        ("{journey}/simulate", {"amount": "abc", "termMonths": 12}),
+        ("{journey}/simulate", {"amount": 1000}),
+        ("{journey}/simulate", {"amount": 1000, "termMonths": 12.5}),
+    ],
+)
+def test_bad_input_is_a_4xx_problem_and_writes_nothing(orchestrator, loans_http, dynamodb, resources, path, body):
+    journey = new_journey(orchestrator)
+    before = scan(dynamodb, resources.journeys_table)
+    response = orchestrator.post(path.replace("{journey}", f"/journeys/{journey['journeyId']}"), body)
+    assert 400 <= response.status < 500
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert scan(dynamodb, resources.journeys_table) == before
+    assert loans_http.calls == []
+
+
+def test_unknown_journeys_malformed_json_and_huge_bodies(orchestrator):
+    assert orchestrator.get("/journeys/nope").status == 404
+    assert orchestrator.post("/journeys/nope/accept").status == 404
+    assert orchestrator.post("/journeys/nope/simulate", {"amount": 1000, "termMonths": 12}).status == 404
+    assert orchestrator.post("/journeys", raw=b"{not json").status == 400
+    assert orchestrator.post("/journeys", raw=b'{"customerId": "' + b"x" * 70000 + b'"}').status == 413
+    assert orchestrator.post("/journeys", {"customerId": "c"}, key="x" * 256).status == 422
+
+
+def test_health_and_openapi(orchestrator):
+    assert json_of(orchestrator.get("/health")) == {"status": "ok"}
+    document = json_of(orchestrator.get("/openapi.json"))
+    operations = {op["operationId"] for path in document["paths"].values() for op in path.values()}
+    assert {"createJourney", "getJourney", "simulateLoan", "acceptSimulation", "disburseLoan",
+            "cancelJourney"} <= operations
+    simulate_op = document["paths"]["/journeys/{journey_id}/simulate"]["post"]
+    assert any(p["name"].lower() == "idempotency-key" and p["in"] == "header" for p in simulate_op["parameters"])
+    assert {"409", "503"} <= set(simulate_op["responses"])

@@ -1,0 +1,123 @@
+"""The convergent applier (D5): any permutation and duplication of a journey's events converges to
+the state of the last event; versions only grow; stale events are no-ops."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from functions.loans_api import domain
+from shared.applier import EventApplier, Outcome, decide
+from shared.control_record import ControlRecord, new_control_record
+from shared.events import LoanEvent
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class FakeControlRecordStore:
+    def __init__(self, record: ControlRecord) -> None:
+        self.record = record
+        self.versions = [record.version]
+
+    def get(self, journey_id: str) -> ControlRecord | None:
+        return self.record if journey_id == self.record.journeyId else None
+
+    def replace(self, record: ControlRecord, expected_version: int) -> bool:
+        if self.record.version != expected_version:
+            return False
+        self.record = record
+        self.versions.append(record.version)
+        return True
+
+
+def history(choices: list[int]) -> list[LoanEvent]:
+    """A legal event history of one journey, driven by `choices` through loans-api's pure domain."""
+    ledger = domain.Ledger.empty("j1")
+    events: list[LoanEvent] = []
+
+    def commit(change: domain.Change) -> None:
+        nonlocal ledger
+        events.append(change.event)
+        ledger = change.ledger_after
+
+    for choice in choices:
+        snap = ledger.snapshot
+        if snap.state in ("disbursed", "cancelled"):
+            break
+        if choice == 0 or snap.simulation is None:  # (re-)simulate, compensating an acceptance first
+            if snap.acceptance is not None:
+                commit(domain.cancel_acceptance(ledger, snap.acceptance.model_dump(), NOW))
+            commit(domain.create_simulation(ledger, Decimal(1000 + 100 * len(events)), 12, NOW))
+        elif choice == 1 and snap.acceptance is None:
+            commit(domain.create_acceptance(ledger, snap.simulation.simulationId, NOW))
+        elif choice == 2 and snap.acceptance is not None:
+            commit(domain.create_disbursement(ledger, snap.acceptance.acceptanceId, NOW))
+        elif choice == 3:  # cancel the journey: acceptance, then simulation
+            if snap.acceptance is not None:
+                commit(domain.cancel_acceptance(ledger, snap.acceptance.model_dump(), NOW))
+            simulation = ledger.snapshot.simulation
+            assert simulation is not None
+            commit(domain.cancel_simulation(ledger, simulation.model_dump(), NOW))
+    return events
+
+
+@st.composite
+def deliveries(draw):
+    events = history(draw(st.lists(st.integers(0, 3), min_size=1, max_size=12)))
+    duplicated = events + draw(st.lists(st.sampled_from(events), max_size=len(events) * 2))
+    return events, draw(st.permutations(duplicated))
+
+
+@settings(max_examples=300, deadline=None)
+@given(deliveries())
+def test_any_order_and_any_duplication_converges_to_the_last_event(case):
+    events, delivered = case
+    store = FakeControlRecordStore(new_control_record("j1", "c1", NOW))
+    applier = EventApplier(store, clock=lambda: NOW)
+    for event in delivered:
+        applier.apply(event)
+    last = events[-1]
+    assert store.record.loan_view() == last.snapshot
+    assert store.record.lastAppliedSeq == last.seq
+    assert store.record.lastAppliedEventId == last.eventId
+    assert store.versions == sorted(set(store.versions))
+
+
+def test_a_stale_or_duplicate_event_is_a_noop():
+    events = history([0, 1])
+    record = new_control_record("j1", "c1", NOW)
+    applied = decide(record, events[1], NOW)
+    assert applied.outcome is Outcome.APPLIED
+    for stale in events:
+        assert decide(applied.record, stale, NOW).outcome is Outcome.NOOP
+
+
+def test_a_terminal_record_keeps_its_state_but_tracks_the_newer_seq():
+    events = history([0, 3])
+    cancelled = new_control_record("j1", "c1", NOW).model_copy(update={"currentState": "cancelled"})
+    decision = decide(cancelled, events[0], NOW)
+    assert decision.outcome is Outcome.APPLIED
+    assert decision.record.currentState == "cancelled"
+    assert decision.record.lastAppliedSeq == 1
+
+
+def test_an_unreachable_target_is_skipped():
+    events = history([0])
+    record = new_control_record("j1", "c1", NOW).model_copy(update={"currentState": "accepted"})
+    snapshot = events[0].snapshot.model_copy(update={"state": "created"})
+    created_event = events[0].model_copy(update={"snapshot": snapshot})
+    assert decide(record, created_event, NOW).outcome is Outcome.SKIPPED
+
+
+def test_a_lost_compare_and_swap_rereads_and_retries():
+    events = history([0])
+    store = FakeControlRecordStore(new_control_record("j1", "c1", NOW))
+    stale = store.record
+    store.replace(stale.model_copy(update={"version": 1, "customerId": "moved"}), expected_version=0)
+    decision = EventApplier(store, clock=lambda: NOW).apply(events[0], current=stale)
+    assert decision.outcome is Outcome.APPLIED
+    assert store.record.version == 2
+    assert store.record.customerId == "moved"

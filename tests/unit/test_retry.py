@@ -1,0 +1,125 @@
+"""Retry classification and schedule (D8), with fake time; the 29 s budget, computed from config."""
+
+import pytest
+import urllib3
+from hypothesis import given
+from hypothesis import strategies as st
+
+from functions.orchestrator import bootstrap
+from functions.orchestrator.loans_client import HttpLoansClient, LoansReply, LoansRequest, TransientLoansError
+from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
+from functions.orchestrator.settings import OrchestratorSettings
+from shared.errors import UpstreamUnavailable
+from tests.support import FakeHttpResponse
+
+API_GATEWAY_INTEGRATION_TIMEOUT = 29.0
+REQUEST = LoansRequest("POST", "/simulations", {"a": 1}, "k")
+
+
+class FlakyClient:
+    def __init__(self, failures: int, reply: LoansReply | None = None) -> None:
+        self.failures = failures
+        self.calls = 0
+        self.reply = reply or LoansReply(201, {"ok": True})
+
+    def send(self, request):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise TransientLoansError("boom")
+        return self.reply
+
+
+def retrying(inner, sleeps, unit_random=lambda: 0.0):
+    return RetryingLoansClient(inner, RetryPolicy(), sleep=sleeps.append, unit_random=unit_random)
+
+
+def test_transient_failures_are_retried_until_success():
+    sleeps: list[float] = []
+    inner = FlakyClient(failures=2)
+    assert retrying(inner, sleeps).send(REQUEST).status == 201
+    assert inner.calls == 3
+    assert sleeps == [1.0, 2.0]
+
+
+def test_five_attempts_then_unavailable_with_the_exact_floor_schedule():
+    sleeps: list[float] = []
+    inner = FlakyClient(failures=99)
+    with pytest.raises(UpstreamUnavailable) as raised:
+        retrying(inner, sleeps).send(REQUEST)
+    assert inner.calls == 5
+    assert sleeps == [1.0, 2.0, 4.0, 8.0]
+    assert sum(sleeps) > 12
+    assert "safe" in raised.value.detail
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=0.999999), min_size=4, max_size=4))
+def test_jitter_is_additive_and_never_shortens_the_floor(randoms):
+    sleeps: list[float] = []
+    draws = iter(randoms)
+    with pytest.raises(UpstreamUnavailable):
+        retrying(FlakyClient(failures=99), sleeps, unit_random=lambda: next(draws)).send(REQUEST)
+    policy = RetryPolicy()
+    for n, delay in enumerate(sleeps, start=1):
+        assert policy.floor_delay(n) <= delay <= policy.floor_delay(n) + policy.max_jitter
+    assert policy.floor_seconds() <= sum(sleeps) <= policy.ceiling_seconds()
+
+
+@pytest.mark.parametrize("status", [400, 404, 409, 413, 422])
+def test_any_4xx_is_terminal(status):
+    sleeps: list[float] = []
+    inner = FlakyClient(failures=0, reply=LoansReply(status, {"detail": "no"}))
+    assert retrying(inner, sleeps).send(REQUEST).status == status
+    assert inner.calls == 1
+    assert sleeps == []
+
+
+class Requester:
+    def __init__(self, outcome):
+        self.outcome = outcome
+
+    def request(self, method, url, body=None, headers=None, **kwargs):
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        return self.outcome
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        FakeHttpResponse(500, b"{}", {}),
+        FakeHttpResponse(503, b"", {}),
+        FakeHttpResponse(201, b'{"cut": ', {}),
+        urllib3.exceptions.ProtocolError("Connection reset by peer"),
+        urllib3.exceptions.ReadTimeoutError(None, "http://x", "read timed out"),  # type: ignore[arg-type]
+        urllib3.exceptions.NewConnectionError(None, "refused"),  # type: ignore[arg-type]
+    ],
+)
+def test_5xx_and_transport_failures_are_transient(outcome):
+    client = HttpLoansClient("http://loans", Requester(outcome), urllib3.Timeout(1, 1))
+    with pytest.raises(TransientLoansError):
+        client.send(REQUEST)
+
+
+def test_a_4xx_is_returned_with_its_problem_and_the_replay_header_is_read():
+    reply = HttpLoansClient("http://loans", Requester(FakeHttpResponse(409, b'{"detail":"no"}', {})),
+                            urllib3.Timeout(1, 1)).send(REQUEST)
+    assert (reply.status, reply.body, reply.replayed) == (409, {"detail": "no"}, False)
+    replayed = HttpLoansClient(
+        "http://loans", Requester(FakeHttpResponse(201, b"{}", {"Idempotent-Replayed": "true"})), urllib3.Timeout(1, 1)
+    ).send(REQUEST)
+    assert replayed.replayed
+
+
+def test_worst_case_request_fits_api_gateways_29_seconds():
+    # Given the default configuration
+    settings = OrchestratorSettings(journeys_table_name="t", loans_api_url="http://loans")
+    policy = bootstrap.retry_policy(settings)
+    # When every loans attempt times out at its limits and every sleep takes its maximum jitter
+    per_attempt = settings.loans_connect_timeout + settings.loans_read_timeout
+    loans_worst = policy.attempts * per_attempt + policy.ceiling_seconds()
+    # And the command's own sequential DynamoDB calls (record read, CAS write) exhaust botocore's budget
+    dynamo_worst = 2 * bootstrap.DYNAMO_BUDGET.worst_case_seconds()
+    # Then the whole request still ends before API Gateway gives up
+    assert loans_worst + dynamo_worst < API_GATEWAY_INTEGRATION_TIMEOUT
+    # And the floor of the schedule is what the chaos tests rely on
+    assert policy.floor_seconds() > 12
