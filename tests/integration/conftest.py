@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 import urllib3
 
+from functions.consumer import bootstrap as consumer_bootstrap
+from functions.consumer.settings import ConsumerSettings
 from functions.loans_api import bootstrap as loans_bootstrap
 from functions.loans_api.settings import LoansSettings
 from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
+from functions.relay import bootstrap as relay_bootstrap
+from functions.relay.settings import RelaySettings
 from saga.local.moto_server import MotoServer
+from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws
 from tests.support import ApiClient, InProcessHttp, quiet_metrics
@@ -67,3 +73,38 @@ def orchestrator(orchestrator_settings: OrchestratorSettings, loans_http: InProc
     handler = orchestrator_bootstrap.build(orchestrator_settings, quiet_metrics("orchestrator"), http=loans_http,
                                            sleep=sleeps.append)
     return ApiClient(handler, name="orchestrator")
+
+
+@pytest.fixture
+def relay_settings(resources: LocalResources) -> RelaySettings:
+    return RelaySettings(aws_endpoint_url=resources.endpoint_url, loans_table_name=resources.loans_table,
+                         events_topic_arn=resources.topic_arn)
+
+
+@pytest.fixture
+def consumer_settings(resources: LocalResources) -> ConsumerSettings:
+    return ConsumerSettings(aws_endpoint_url=resources.endpoint_url, journeys_table_name=resources.journeys_table)
+
+
+@pytest.fixture
+def sqs(resources: LocalResources):
+    return aws.client("sqs", resources.region, resources.endpoint_url)
+
+
+@pytest.fixture
+def stream_poller(resources: LocalResources, relay_settings: RelaySettings, sqs) -> StreamPoller:
+    streams = aws.client("dynamodbstreams", resources.region, resources.endpoint_url)
+
+    def on_failure(record: dict) -> None:
+        sqs.send_message(QueueUrl=resources.relay_failures_url, MessageBody=json.dumps(record))
+
+    handler = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"))
+    return StreamPoller(streams, resources.loans_stream_arn, handler, on_failure=on_failure)
+
+
+@pytest.fixture
+def sqs_poller(resources: LocalResources, consumer_settings: ConsumerSettings, sqs) -> SqsPoller:
+    arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url,
+                                   AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"))
+    return SqsPoller(sqs, resources.events_queue_url, arn, handler, redelivery_seconds=0)

@@ -1,0 +1,47 @@
+"""Composition root of the consumer: an SQS batch handler reporting partial batch failures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from functions.consumer.service import EventConsumer
+from functions.consumer.settings import ConsumerSettings
+from shared import aws
+from shared.applier import EventApplier
+from shared.control_store import DynamoControlRecordStore
+
+logger = Logger(child=True)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def build_consumer(settings: ConsumerSettings, metrics: Metrics) -> EventConsumer:
+    store = DynamoControlRecordStore(aws.client("dynamodb", settings.region, settings.aws_endpoint_url),
+                                     settings.journeys_table_name)
+    return EventConsumer(EventApplier(store, clock=utc_now), metrics)
+
+
+def build(settings: ConsumerSettings, metrics: Metrics) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    consumer = build_consumer(settings, metrics)
+
+    def record_handler(record: SQSRecord) -> None:
+        try:
+            consumer.consume(record.body)
+        except Exception:
+            logger.exception("message failed", extra={"message_id": record.message_id,
+                                                      "receive_count": record.attributes.approximate_receive_count})
+            raise
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        return dict(process_partial_response(event, record_handler, processor, context))
+
+    return handle

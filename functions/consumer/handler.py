@@ -1,0 +1,30 @@
+"""Lambda entry of the consumer (SQS event source with ReportBatchItemFailures)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.consumer import bootstrap
+from functions.consumer.settings import ConsumerSettings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@cache  # built lazily, once per container
+def _handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    return bootstrap.build(ConsumerSettings.from_env(os.environ), metrics)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return _handler()(event, context)

@@ -1,0 +1,41 @@
+"""Composition root of the relay and the sweeper."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools import Metrics
+
+from functions.relay.outbox_store import DynamoOutboxStore
+from functions.relay.publisher import EventPublisher, SnsPublisher
+from functions.relay.service import OutboxRelay, OutboxSweeper
+from functions.relay.settings import RelaySettings
+from functions.relay.stream import StreamRelay
+from shared import aws
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _relay(settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime],
+           publisher: EventPublisher | None = None) -> tuple[OutboxRelay, DynamoOutboxStore]:
+    store = DynamoOutboxStore(aws.client("dynamodb", settings.region, settings.aws_endpoint_url),
+                              settings.loans_table_name)
+    publisher = publisher or SnsPublisher(aws.client("sns", settings.region, settings.aws_endpoint_url),
+                                          settings.events_topic_arn)
+    return OutboxRelay(publisher, store, metrics, clock, settings.notified_ttl_seconds), store
+
+
+def build_stream_handler(settings: RelaySettings, metrics: Metrics,
+                         publisher: EventPublisher | None = None) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    relay, _ = _relay(settings, metrics, utc_now, publisher)
+    return StreamRelay(relay).handle
+
+
+def build_sweeper(settings: RelaySettings, metrics: Metrics,
+                  clock: Callable[[], datetime] = utc_now) -> OutboxSweeper:
+    relay, store = _relay(settings, metrics, clock)
+    return OutboxSweeper(relay, store, metrics, clock, settings.sweep_threshold_seconds, settings.sweep_max_per_run)

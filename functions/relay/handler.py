@@ -1,0 +1,44 @@
+"""Lambda entries of the relay (DynamoDB Streams) and of the sweeper (schedule)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import asdict
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.relay import bootstrap
+from functions.relay.service import OutboxSweeper
+from functions.relay.settings import RelaySettings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@cache  # built lazily, once per container
+def _stream_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    return bootstrap.build_stream_handler(RelaySettings.from_env(os.environ), metrics)
+
+
+@cache
+def _sweeper() -> OutboxSweeper:
+    return bootstrap.build_sweeper(RelaySettings.from_env(os.environ), metrics)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return _stream_handler()(event, context)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def sweeper_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return asdict(_sweeper().sweep())

@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from shared.settings import BaseSettings
+
+
+class RelaySettings(BaseSettings):
+    loans_table_name: str
+    events_topic_arn: str
+    # NOTIFIED outbox items expire after this, so the table does not grow forever.
+    notified_ttl_seconds: int = 7 * 24 * 3600
+    # The sweeper republishes PENDING events older than this, at most `sweep_max_per_run` per run.
+    sweep_threshold_seconds: float = 60.0
+    sweep_max_per_run: int = 100

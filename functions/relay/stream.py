@@ -1,0 +1,61 @@
+"""DynamoDB Streams batch -> relay. Acts only on INSERTs of outbox items (the event source
+mapping filters the same way; this check keeps the relay's own NOTIFIED updates from looping
+wherever the filter is absent, e.g. moto). Reports partial batch failures, never raises for one record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from pydantic import ValidationError
+
+from functions.relay.service import OutboxRelay
+from shared import outbox
+from shared.events import LoanEvent
+
+logger = Logger(child=True)
+
+
+class PublishFailed(Exception):
+    """The record's event was not published; the stream retries from this record."""
+
+
+def _outbox_insert(raw: dict[str, Any]) -> LoanEvent | Exception | None:
+    """The event of an outbox INSERT record; None for any other record; the error if unreadable."""
+    change = raw.get("dynamodb") or {}
+    if raw.get("eventName") != "INSERT" or not outbox.is_outbox_item(change.get("Keys") or {}):
+        return None
+    try:
+        return outbox.event_from_item(change.get("NewImage") or {})
+    except (ValidationError, KeyError) as error:
+        return error
+
+
+class StreamRelay:
+    def __init__(self, relay: OutboxRelay) -> None:
+        self._relay = relay
+
+    def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        parsed = {_sequence(raw): _outbox_insert(raw) for raw in event.get("Records", [])}
+        events = [value for value in parsed.values() if isinstance(value, LoanEvent)]
+        failed = self._relay.publish(events)
+
+        def record_handler(record: DynamoDBRecord) -> None:
+            value = parsed.get(_sequence(record.raw_event))
+            if value is None:
+                return
+            if isinstance(value, Exception):
+                logger.error("unreadable outbox item", extra={"keys": record.raw_event["dynamodb"].get("Keys")})
+                raise value
+            if value.eventId in failed:
+                raise PublishFailed(f"event {value.eventId}: {failed[value.eventId]}")
+            self._relay.mark(value)
+
+        processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+        return dict(process_partial_response(event, record_handler, processor, context))
+
+
+def _sequence(raw: dict[str, Any]) -> str:
+    return str((raw.get("dynamodb") or {}).get("SequenceNumber", ""))

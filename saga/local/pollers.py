@@ -1,0 +1,196 @@
+"""Event sources as Lambda runs them, for the local runtime and the tests: a DynamoDB Streams poller
+(batches, partial batch failure -> retry from the failed record, bisect on function error, bounded
+retries, then the on-failure destination) and an SQS poller (batches of up to 10, delete only what
+succeeded, failures come back after their visibility timeout and move to the DLQ by the queue's
+own redrive policy)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from saga.local.apigw import LambdaContextStub
+
+logger = Logger(service="saga-local", child=True)
+
+BatchHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def _failed_ids(handler: BatchHandler, event: dict[str, Any], function_name: str) -> tuple[set[str], bool]:
+    """Invoke; returns (ids reported as failed, whether the function itself errored)."""
+    try:
+        response = handler(event, LambdaContextStub(function_name)) or {}
+    except Exception:
+        logger.exception("function error", extra={"function": function_name})
+        return set(), True
+    return {str(f["itemIdentifier"]) for f in response.get("batchItemFailures", [])}, False
+
+
+class StreamPoller:
+    """Reads every shard of a DynamoDB stream and delivers batches to `handler`."""
+
+    def __init__(self, streams: Any, stream_arn: str, handler: BatchHandler, function_name: str = "relay",
+                 batch_size: int = 100, max_retries: int = 3, bisect_on_error: bool = True,
+                 on_failure: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self._streams = streams
+        self._arn = stream_arn
+        self._handler = handler
+        self._name = function_name
+        self._batch_size = batch_size
+        self._max_retries = max_retries
+        self._bisect = bisect_on_error
+        self._on_failure = on_failure
+        self._iterators: dict[str, str | None] = {}
+
+    def poll_once(self) -> int:
+        """One pass over the shards; returns how many records were read."""
+        self._discover_shards()
+        read = 0
+        for shard_id, iterator in list(self._iterators.items()):
+            if iterator is None:
+                continue
+            page = self._streams.get_records(ShardIterator=iterator, Limit=self._batch_size)
+            self._iterators[shard_id] = page.get("NextShardIterator")
+            records = [{**r, "eventSourceARN": self._arn} for r in page.get("Records", [])]
+            if records:
+                read += len(records)
+                self._deliver(records)
+        return read
+
+    def _discover_shards(self) -> None:
+        shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"].get("Shards", [])
+        for shard in shards:
+            if shard["ShardId"] not in self._iterators:
+                self._iterators[shard["ShardId"]] = self._streams.get_shard_iterator(
+                    StreamArn=self._arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+
+    def _deliver(self, records: list[dict[str, Any]]) -> None:
+        batches = [records]
+        retries = 0
+        while batches:
+            batch = batches.pop(0)
+            failed, errored = _failed_ids(self._handler, {"Records": batch}, self._name)
+            if not failed and not errored:
+                continue
+            retries += 1
+            if retries > self._max_retries:
+                self._send_to_on_failure(batch, errored)
+                retries = 0
+                continue
+            if errored and self._bisect and len(batch) > 1:
+                middle = len(batch) // 2
+                batches[:0] = [batch[:middle], batch[middle:]]
+            elif errored:
+                batches.insert(0, batch)
+            else:
+                first = min(failed, key=int)
+                start = next(i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] == first)
+                batches.insert(0, batch[start:])
+
+    def _send_to_on_failure(self, batch: list[dict[str, Any]], errored: bool) -> None:
+        sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in batch]
+        logger.error("stream batch exhausted its retries", extra={"sequence_numbers": sequence_numbers})
+        if self._on_failure is not None:
+            self._on_failure({
+                "requestContext": {"condition": "RetryAttemptsExhausted", "functionError": errored},
+                "DDBStreamBatchInfo": {"streamArn": self._arn, "startSequenceNumber": sequence_numbers[0],
+                                       "endSequenceNumber": sequence_numbers[-1], "batchSize": len(batch)},
+            })
+
+
+class SqsPoller:
+    """Receives up to `batch_size` messages, invokes `handler`, deletes only the successes.
+    `redelivery_seconds`, when set, shortens a failed message's visibility (locally, so a failure
+    comes back in seconds rather than after the queue's full visibility timeout)."""
+
+    def __init__(self, sqs: Any, queue_url: str, queue_arn: str, handler: BatchHandler,
+                 function_name: str = "consumer", batch_size: int = 10, redelivery_seconds: int | None = None) -> None:
+        self._sqs = sqs
+        self._url = queue_url
+        self._arn = queue_arn
+        self._handler = handler
+        self._name = function_name
+        self._batch_size = batch_size
+        self._redelivery = redelivery_seconds
+
+    def poll_once(self) -> int:
+        # Short polls only: a long poll would hold the local endpoint while it waits.
+        messages = self._sqs.receive_message(
+            QueueUrl=self._url, MaxNumberOfMessages=self._batch_size, WaitTimeSeconds=0,
+            AttributeNames=["All"], MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            return 0
+        failed, errored = _failed_ids(self._handler, {"Records": [self._record(m) for m in messages]}, self._name)
+        if errored:
+            failed = {m["MessageId"] for m in messages}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            self._sqs.delete_message_batch(
+                QueueUrl=self._url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+            )
+        if self._redelivery is not None:
+            for message in messages:
+                if message["MessageId"] in failed:
+                    self._sqs.change_message_visibility(QueueUrl=self._url, ReceiptHandle=message["ReceiptHandle"],
+                                                        VisibilityTimeout=self._redelivery)
+        return len(messages)
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        attributes = {key: str(value) for key, value in message.get("Attributes", {}).items()}
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": attributes,
+            "messageAttributes": {
+                name: {"stringValue": value.get("StringValue"), "dataType": value.get("DataType", "String"),
+                       "stringListValues": [], "binaryListValues": []}
+                for name, value in message.get("MessageAttributes", {}).items()
+            },
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self._arn,
+            "awsRegion": self._arn.split(":")[3] if self._arn.count(":") >= 3 else "us-east-1",
+        }
+
+
+class PollingLoop:
+    """Runs `tick` on a daemon thread: again at once while it finds work, else every `idle_seconds`."""
+
+    def __init__(self, name: str, tick: Callable[[], int], idle_seconds: float) -> None:
+        self.name = name
+        self._tick = tick
+        self._idle = idle_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.healthy = True
+
+    def start(self) -> PollingLoop:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                found = self._tick()
+                self.healthy = True
+            except Exception:
+                logger.exception("poller tick failed", extra={"poller": self.name})
+                self.healthy = False
+                found = 0
+            if not found:
+                self._stop.wait(self._idle)

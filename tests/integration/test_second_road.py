@@ -1,0 +1,223 @@
+"""Road 2 on moto: stream -> relay -> SNS -> SQS -> consumer, with handlers invoked by pollers that
+give them real-shaped Lambda events and Lambda's batch semantics."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from functions.relay import bootstrap as relay_bootstrap
+from functions.relay.publisher import SnsPublisher
+from shared import aws
+from shared.events import LoanEvent
+from tests.integration.test_loans_api import scan
+from tests.integration.test_orchestrator import command, new_journey, simulate, truth
+from tests.support import json_of, quiet_metrics
+
+
+def drain(stream_poller, sqs_poller, rounds: int = 20) -> None:
+    for _ in range(rounds):
+        if stream_poller.poll_once() + sqs_poller.poll_once() == 0:
+            return
+
+
+def record_of(orchestrator, journey) -> Any:
+    return json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))
+
+
+def outbox_items(dynamodb, resources) -> list[dict]:
+    return [i for i in scan(dynamodb, resources.loans_table) if i["sk"].startswith("EVENT#")]
+
+
+def queue_depth(sqs, url: str) -> int:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
+def test_road_one_lost_the_backstop_alone_brings_the_record_to_the_truth(
+    orchestrator, loans_api, stream_poller, sqs_poller, dynamodb, sqs, resources
+):
+    # Given a journey, and loans-api committing a simulation whose reply never reached the orchestrator
+    journey = new_journey(orchestrator)
+    reply = json_of(loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000,
+                                                    "termMonths": 12}, key="crashed-orchestrator"))
+    assert record_of(orchestrator, journey)["version"] == 0
+    # When road 2 runs: stream record -> relay -> SNS -> SQS -> consumer
+    drain(stream_poller, sqs_poller)
+    # Then the Control Record holds the truth
+    record = record_of(orchestrator, journey)
+    assert record["currentState"] == "simulated"
+    assert record["version"] == 1
+    assert record["lastAppliedSeq"] == 1
+    assert record["lastAppliedEventId"] == reply["eventId"]
+    assert record["simulation"]["simulationId"] == reply["simulationId"]
+    # And the outbox item is NOTIFIED, out of the pending index, with a TTL
+    [item] = outbox_items(dynamodb, resources)
+    assert item["status"] == "NOTIFIED"
+    assert "pendingShard" not in item
+    assert item["expiresAt"] > datetime.now(UTC).timestamp() + 6 * 24 * 3600
+    assert queue_depth(sqs, resources.events_queue_url) == 0
+    assert queue_depth(sqs, resources.events_dlq_url) == 0
+
+
+def test_when_road_one_applied_the_backstop_is_a_noop(orchestrator, loans_http, stream_poller, sqs_poller):
+    journey = new_journey(orchestrator)
+    simulate(orchestrator, journey)
+    command(orchestrator, journey, "accept")
+    before = record_of(orchestrator, journey)
+    assert before["version"] == 2
+    drain(stream_poller, sqs_poller)
+    assert record_of(orchestrator, journey) == before
+    assert {e["status"] for e in truth(loans_http, journey["journeyId"])["events"]} == {"NOTIFIED"}
+
+
+class CrashAfterPublish:
+    """Publishes, then dies before the relay can mark anything (once)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.crashed = False
+
+    def publish(self, events):
+        result = self.inner.publish(events)
+        if not self.crashed:
+            self.crashed = True
+            raise RuntimeError("relay killed between publish and mark")
+        return result
+
+
+def test_relay_crash_between_publish_and_mark_republishes_and_the_consumer_dedups(
+    orchestrator, loans_api, relay_settings, stream_poller, sqs_poller, sqs, resources, dynamodb
+):
+    # Given a relay that dies once right after publishing
+    sns = aws.client("sns", resources.region, resources.endpoint_url)
+    publisher = CrashAfterPublish(SnsPublisher(sns, resources.topic_arn))
+    stream_poller._handler = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"), publisher)
+    delivered: Counter[str] = Counter()
+    consume = sqs_poller._handler
+
+    def counting(event, context):
+        delivered.update(json.loads(r["body"])["eventId"] for r in event["Records"])
+        return consume(event, context)
+
+    sqs_poller._handler = counting
+    journey = new_journey(orchestrator)
+    reply = json_of(loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000,
+                                                    "termMonths": 12}, key="k"))
+    # When road 2 runs
+    drain(stream_poller, sqs_poller)
+    # Then the event was published twice, applied once, and the item ends NOTIFIED
+    assert publisher.crashed
+    assert delivered[reply["eventId"]] == 2
+    assert record_of(orchestrator, journey)["version"] == 1
+    assert [i["status"] for i in outbox_items(dynamodb, resources)] == ["NOTIFIED"]
+    assert queue_depth(sqs, resources.events_dlq_url) == 0
+
+
+def journey_events(orchestrator, loans_api) -> tuple[dict, list[LoanEvent]]:
+    """A journey whose events were committed by loans-api but never applied to the record."""
+    journey = new_journey(orchestrator)
+    jid = journey["journeyId"]
+    replies = [json_of(loans_api.post("/simulations", {"journeyId": jid, "amount": 5000, "termMonths": 12}, key="s1"))]
+    replies.append(json_of(loans_api.post("/acceptances", {"journeyId": jid,
+                                                           "simulationId": replies[0]["simulationId"]}, key="a1")))
+    replies.append(json_of(loans_api.post(f"/acceptances/{replies[1]['acceptanceId']}/cancel", key="ac1")))
+    replies.append(json_of(loans_api.post("/simulations", {"journeyId": jid, "amount": 8000, "termMonths": 24},
+                                          key="s2")))
+    return journey, [LoanEvent.model_validate(r["event"]) for r in replies]
+
+
+def test_duplicates_and_reverse_order_converge_with_nothing_in_the_dlq(
+    orchestrator, loans_api, sqs_poller, sqs, resources
+):
+    # Given a journey's events delivered newest first, each one three times
+    journey, events = journey_events(orchestrator, loans_api)
+    for event in reversed(events):
+        for _ in range(3):
+            sqs.send_message(QueueUrl=resources.events_queue_url, MessageBody=event.model_dump_json())
+    # When the consumer drains the queue
+    while sqs_poller.poll_once():
+        pass
+    # Then the record equals the truth of the last event, and nothing failed
+    record = record_of(orchestrator, journey)
+    last = events[-1]
+    assert record["lastAppliedSeq"] == last.seq
+    assert record["currentState"] == last.snapshot.state == "simulated"
+    assert record["simulation"] == last.snapshot.model_dump(mode="json")["simulation"]
+    assert record["version"] == 1  # the newest event came first; everything after it was a no-op
+    assert queue_depth(sqs, resources.events_queue_url) == 0
+    assert queue_depth(sqs, resources.events_dlq_url) == 0
+
+
+def test_a_poison_message_reaches_the_dlq_after_exactly_three_receives_and_the_batch_goes_on(
+    orchestrator, loans_api, sqs_poller, sqs, resources
+):
+    # Given valid events mixed with three kinds of poison in one queue
+    journey, events = journey_events(orchestrator, loans_api)
+    unknown = events[0].model_copy(update={"journeyId": "no-such-journey"})
+    poison = ["not json at all", json.dumps({"eventId": "x", "type": "Nope"}), unknown.model_dump_json()]
+    for body in [poison[0], *(e.model_dump_json() for e in events), poison[1], poison[2]]:
+        sqs.send_message(QueueUrl=resources.events_queue_url, MessageBody=body)
+    receives: Counter[str] = Counter()
+    consume = sqs_poller._handler
+
+    def counting(event, context):
+        receives.update(r["body"] for r in event["Records"])
+        return consume(event, context)
+
+    sqs_poller._handler = counting
+    # When the consumer polls until the queue is empty
+    for _ in range(50):
+        if not sqs_poller.poll_once():
+            break
+    # Then every valid event was applied, and each poison message was received exactly 3 times
+    assert record_of(orchestrator, journey)["lastAppliedSeq"] == events[-1].seq
+    assert [receives[body] for body in poison] == [3, 3, 3]
+    assert queue_depth(sqs, resources.events_queue_url) == 0
+    dead = sqs.receive_message(QueueUrl=resources.events_dlq_url, MaxNumberOfMessages=10)["Messages"]
+    assert sorted(m["Body"] for m in dead) == sorted(poison)
+
+
+def test_the_sweeper_republishes_a_stale_pending_event_and_reports_its_age(
+    orchestrator, loans_api, relay_settings, stream_poller, sqs_poller, dynamodb, resources
+):
+    # Given a committed event the stream never delivered (no relay ran)
+    journey = new_journey(orchestrator)
+    loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}, key="k")
+    # When the sweeper runs two minutes later
+    metrics = quiet_metrics("sweeper")
+    later = datetime.now(UTC) + timedelta(seconds=120)
+    sweeper = relay_bootstrap.build_sweeper(relay_settings, metrics, clock=lambda: later)
+    report = sweeper.sweep()
+    # Then it saw one pending event about two minutes old, and republished it
+    assert report.pending == 1
+    assert report.oldest_age_seconds >= 119
+    assert report.republished == 1
+    assert metrics.metric_set["OldestPendingOutboxAgeSeconds"]["Value"] == [report.oldest_age_seconds]
+    assert metrics.metric_set["PendingOutboxCount"]["Value"] == [1]
+    # And after a relay pass and the consumer, nothing is pending and the record holds the truth
+    drain(stream_poller, sqs_poller)
+    assert sweeper.sweep().pending == 0
+    assert [i["status"] for i in outbox_items(dynamodb, resources)] == ["NOTIFIED"]
+    assert record_of(orchestrator, journey)["version"] == 1
+
+
+def test_a_fresh_pending_event_is_left_to_the_stream(orchestrator, loans_api, relay_settings):
+    journey = new_journey(orchestrator)
+    loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}, key="k")
+    report = relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper")).sweep()
+    assert (report.pending, report.republished) == (1, 0)
+
+
+def test_the_relay_ignores_everything_but_outbox_inserts(orchestrator, loans_api, stream_poller, sqs, resources):
+    # Given a journey with events (the stream also carries ledger, receipts, and the relay's own MODIFYs)
+    journey_events(orchestrator, loans_api)
+    # When the stream is read twice over
+    stream_poller.poll_once()
+    stream_poller.poll_once()
+    # Then exactly one message per event was published: no loop on the NOTIFIED updates
+    assert queue_depth(sqs, resources.events_queue_url) == 4
