@@ -122,23 +122,39 @@ def too_large(event: Mapping[str, Any]) -> dict[str, Any] | None:
         size = size * 3 // 4
     if size <= MAX_BODY_BYTES:
         return None
-    return {
-        "statusCode": HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-        "headers": {"Content-Type": PROBLEM_CONTENT_TYPE},
-        "body": problem_body(413, "too-large", "Request body too large",
-                             f"the body is {size} bytes; the limit is {MAX_BODY_BYTES}", False),
-        "isBase64Encoded": False,
-    }
+    return _proxy_problem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too-large", "Request body too large",
+                          f"the body is {size} bytes; the limit is {MAX_BODY_BYTES}")
 
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
+def not_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A ready 415 response when a body comes with a content type other than JSON, else None."""
+    if not event.get("body"):
+        return None
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    media_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if media_type == "application/json" or media_type.endswith("+json"):
+        return None
+    return _proxy_problem(415, "unsupported-media-type", "Unsupported media type",
+                          f"send the body as application/json, not {media_type}")
+
+
+def _proxy_problem(status: int, slug: str, title: str, detail: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": PROBLEM_CONTENT_TYPE},
+        "body": problem_body(status, slug, title, detail, False),
+        "isBase64Encoded": False,
+    }
+
+
 def guarded(app: APIGatewayRestResolver) -> Handler:
-    """The app's resolve, behind the body-size guard (checked before any parsing)."""
+    """The app's resolve, behind the guards that answer before any parsing: body size, media type."""
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return too_large(event) or app.resolve(event, context)
+        return too_large(event) or not_json(event) or app.resolve(event, context)
 
     return handle
 
@@ -164,6 +180,7 @@ def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
         404: "Not found.",
         409: "Not allowed in the current state.",
         413: "Body larger than 64 KiB.",
+        415: "Body sent with a content type other than application/json.",
         422: "Invalid input, or an Idempotency-Key reused with a different body.",
         502: "A dependency rejected the request unexpectedly.",
         503: "A dependency is unavailable; retrying the same request is safe.",

@@ -25,3 +25,28 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("ci", derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def system():
+    """`saga local` in a subprocess (one per session), loans-api behind the fault proxy."""
+    from tests.system import LOANS_PROXY, start_system, stop_local
+
+    running, own_proxy = start_system()
+    yield running
+    assert running.process is not None
+    exit_code = stop_local(running.process)
+    running.toxiproxy.delete_proxy(LOANS_PROXY)
+    if own_proxy is not None:
+        own_proxy.stop()
+    assert exit_code == 0, "saga local did not stop cleanly on SIGINT"
+
+
+@pytest.fixture
+def clean_proxy(system):
+    system.toxiproxy.reset()
+    yield system.toxiproxy
+    system.toxiproxy.reset()

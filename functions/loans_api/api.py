@@ -20,7 +20,7 @@ from shared.idempotency import HEADER, REPLAYED_HEADER, require_key
 from shared.loan_terms import ID_PATTERN
 
 PathId = Annotated[str, Path(pattern=ID_PATTERN)]
-_WRITE_ERRORS = problems.problem_responses(400, 404, 409, 413, 422, 503)
+_WRITE_ERRORS = problems.problem_responses(400, 404, 409, 413, 415, 422, 503)
 
 
 def create_app(service: LoansService) -> APIGatewayRestResolver:

@@ -33,7 +33,7 @@ _RECORD: OpenAPIResponse = {
     "description": "The journey's Control Record.",
     "content": {"application/json": {"model": ControlRecordView}},
 }
-_COMMAND_ERRORS = problems.problem_responses(404, 409, 413, 422, 502, 503)
+_COMMAND_ERRORS = problems.problem_responses(400, 404, 409, 413, 415, 422, 502, 503)
 
 DESCRIPTION = """Drive a loan journey for a customer: create a journey, simulate (price) a loan, accept the
 simulation, disburse the money, or cancel. Every response that succeeds is the journey's Control Record:

@@ -2,7 +2,8 @@
 
 moto's backends are not transactional under concurrent requests (a TransactWriteItems checks and
 writes item by item, and rolls back by restoring a copy of the whole table), so every request is
-served under one lock: the endpoint then behaves like DynamoDB's serializable transactions."""
+served under one lock, and transactions are made all-or-nothing (moto_transactions): the endpoint
+then behaves like DynamoDB's serializable transactions."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
+
+from saga.local import moto_transactions
 
 
 class _Serialized:
@@ -33,6 +36,7 @@ class MotoServer:
     """A moto server on host:port (port 0 picks a free one), served by a daemon thread."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        moto_transactions.install()
         self._host = host
         app = _Serialized(DomainDispatcherApplication(create_backend_app))
         self._server: BaseWSGIServer = make_server(host, port, app, threaded=True, request_handler=_QuietHandler)

@@ -301,3 +301,16 @@ def test_health_and_openapi(orchestrator):
     simulate_op = document["paths"]["/journeys/{journey_id}/simulate"]["post"]
     assert any(p["name"].lower() == "idempotency-key" and p["in"] == "header" for p in simulate_op["parameters"])
     assert {"409", "503"} <= set(simulate_op["responses"])
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"])
+def test_a_body_that_is_not_json_is_415(orchestrator, content_type):
+    response = orchestrator.request("POST", "/journeys", {"customerId": "c"}, headers={"Content-Type": content_type})
+    assert response.status == 415
+    assert json_of(response)["type"].endswith("unsupported-media-type")
+
+
+def test_json_with_a_charset_or_no_content_type_is_accepted(orchestrator):
+    charset = orchestrator.request("POST", "/journeys", {"customerId": "c"},
+                                   headers={"Content-Type": "application/json; charset=utf-8"})
+    assert charset.status == 201

@@ -221,3 +221,23 @@ def test_the_relay_ignores_everything_but_outbox_inserts(orchestrator, loans_api
     stream_poller.poll_once()
     # Then exactly one message per event was published: no loop on the NOTIFIED updates
     assert queue_depth(sqs, resources.events_queue_url) == 4
+
+
+def test_a_cancelled_transaction_leaves_no_phantom_in_the_stream(orchestrator, loans_api, stream_poller, sqs,
+                                                                 resources):
+    # Given a committed simulation, its replay (a transaction cancelled on the receipt) and a later commit
+    journey = new_journey(orchestrator)
+    body = {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}
+    stream_poller.poll_once()  # the iterator now exists
+    loans_api.post("/simulations", body, key="k1")
+    assert loans_api.post("/simulations", body, key="k1").headers.get("Idempotent-Replayed") == "true"
+    loans_api.post("/simulations", {**body, "amount": 6000}, key="k2")
+    # When the relay reads the stream
+    stream_poller.poll_once()
+    # Then it published exactly the two committed events: no phantom, nothing missed
+    messages = []
+    while batch := sqs.receive_message(QueueUrl=resources.events_queue_url, MaxNumberOfMessages=10).get("Messages"):
+        messages += batch
+    published = sorted((json.loads(m["Body"])["seq"], json.loads(m["Body"])["eventId"]) for m in messages)
+    committed = json_of(loans_api.get(f"/journeys/{journey['journeyId']}"))["events"]
+    assert published == [(e["seq"], e["eventId"]) for e in committed]

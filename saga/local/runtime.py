@@ -1,0 +1,167 @@
+"""`saga local`: the whole system on one machine. moto in server mode is the AWS endpoint; both APIs
+are real HTTP servers calling the same Lambda handler code; pollers drive the relay and the
+consumer as Lambda event source mappings would; the sweeper runs on a short interval. Each function
+gets its own Settings, passed explicitly (no shared environment)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+
+from functions.consumer import bootstrap as consumer_bootstrap
+from functions.consumer.settings import ConsumerSettings
+from functions.loans_api import bootstrap as loans_bootstrap
+from functions.loans_api.settings import LoansSettings
+from functions.orchestrator import bootstrap as orchestrator_bootstrap
+from functions.orchestrator.settings import OrchestratorSettings
+from functions.relay import bootstrap as relay_bootstrap
+from functions.relay.settings import RelaySettings
+from saga.local.http_server import ApiServer, ProxyHandler
+from saga.local.moto_server import MotoServer
+from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
+from saga.local.resources import LocalResources, provision
+from shared import aws
+
+logger = Logger(service="saga-local", child=True)
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    host: str = "127.0.0.1"
+    port: int = 3000
+    loans_port: int = 3001
+    aws_port: int = 4566
+    # Where the orchestrator reaches loans-api: put a fault proxy here to cut road 1.
+    loans_api_url: str | None = None
+    region: str = "us-east-1"
+    poll_idle_seconds: float = 0.05
+    sweep_interval_seconds: float = 5.0
+    sweep_threshold_seconds: float = 60.0
+    # A failed message comes back after this long locally (the queue's own timeout in AWS).
+    redelivery_seconds: int = 1
+
+
+def _with_metrics_flushed(handler: ProxyHandler, metrics: Metrics) -> ProxyHandler:
+    """Flush each invocation's metrics (as the Lambda entry's log_metrics does), so they do not pile up."""
+
+    def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return handler(event, context)
+        finally:
+            metrics.flush_metrics(raise_on_empty_metrics=False)
+
+    return invoke
+
+
+class LocalRuntime:
+    def __init__(self, config: RuntimeConfig) -> None:
+        self.config = config
+        self._moto: MotoServer | None = None
+        self._servers: list[ApiServer] = []
+        self._loops: list[PollingLoop] = []
+        self.resources: LocalResources | None = None
+        self._ready = threading.Event()
+        self._probe: Any = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> LocalRuntime:
+        c = self.config
+        self._moto = MotoServer(c.host, c.aws_port).start()
+        resources = self.resources = provision(self._moto.url, c.region)
+        endpoint = resources.endpoint_url
+        self._probe = aws.client("dynamodb", c.region, endpoint,
+                                 aws.AwsCallBudget(connect_timeout=0.5, read_timeout=1.0, max_attempts=1))
+        metrics = Metrics(namespace="LoanSaga", service="saga-local")
+
+        loans = loans_bootstrap.build(
+            LoansSettings(region=c.region, aws_endpoint_url=endpoint, loans_table_name=resources.loans_table), metrics
+        )
+        loans_server = ApiServer("loans-api", _with_metrics_flushed(loans, metrics), c.host, c.loans_port,
+                                 health=self.health).start()
+        self._servers.append(loans_server)
+        orchestrator = orchestrator_bootstrap.build(
+            OrchestratorSettings(region=c.region, aws_endpoint_url=endpoint,
+                                 journeys_table_name=resources.journeys_table,
+                                 loans_api_url=c.loans_api_url or loans_server.url),
+            metrics,
+        )
+        self._servers.insert(0, ApiServer("orchestrator", _with_metrics_flushed(orchestrator, metrics), c.host, c.port,
+                                          health=self.health).start())
+        self._start_pollers(resources, metrics)
+        self._ready.set()
+        return self
+
+    def _start_pollers(self, resources: LocalResources, metrics: Metrics) -> None:
+        c = self.config
+        endpoint = resources.endpoint_url
+        relay_settings = RelaySettings(region=c.region, aws_endpoint_url=endpoint,
+                                       loans_table_name=resources.loans_table, events_topic_arn=resources.topic_arn,
+                                       sweep_threshold_seconds=c.sweep_threshold_seconds)
+        sqs = aws.client("sqs", c.region, endpoint)
+
+        def to_relay_failures(record: dict[str, Any]) -> None:
+            sqs.send_message(QueueUrl=resources.relay_failures_url, MessageBody=json.dumps(record))
+
+        stream = StreamPoller(
+            aws.client("dynamodbstreams", c.region, endpoint), resources.loans_stream_arn,
+            _with_metrics_flushed(relay_bootstrap.build_stream_handler(relay_settings, metrics), metrics),
+            on_failure=to_relay_failures,
+        )
+        queue_arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url,
+                                             AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        consumer = consumer_bootstrap.build(
+            ConsumerSettings(region=c.region, aws_endpoint_url=endpoint, journeys_table_name=resources.journeys_table),
+            metrics,
+        )
+        events = SqsPoller(sqs, resources.events_queue_url, queue_arn, _with_metrics_flushed(consumer, metrics),
+                           redelivery_seconds=c.redelivery_seconds)
+        sweeper = relay_bootstrap.build_sweeper(relay_settings, metrics)
+
+        def sweep() -> int:
+            sweeper.sweep()
+            metrics.flush_metrics(raise_on_empty_metrics=False)
+            return 0
+
+        self._loops = [
+            PollingLoop("relay", stream.poll_once, c.poll_idle_seconds).start(),
+            PollingLoop("consumer", events.poll_once, c.poll_idle_seconds).start(),
+            PollingLoop("sweeper", sweep, c.sweep_interval_seconds).start(),
+        ]
+
+    def stop(self) -> None:
+        self._ready.clear()
+        for loop in self._loops:
+            loop.stop()
+        for server in self._servers:
+            server.stop()
+        if self._moto is not None:
+            self._moto.stop()
+
+    # -- health -------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, bool]:
+        parts = {"ready": self._ready.is_set()}
+        parts.update({loop.name: loop.alive and loop.healthy for loop in self._loops})
+        parts["aws"] = self._aws_reachable()
+        return parts
+
+    def _aws_reachable(self) -> bool:
+        if self.resources is None or self._probe is None:
+            return False
+        try:
+            self._probe.describe_table(TableName=self.resources.loans_table)
+        except Exception:
+            return False
+        return True
+
+    @property
+    def urls(self) -> dict[str, str]:
+        names = {server.name: server.url for server in self._servers}
+        if self._moto is not None:
+            names["aws"] = self._moto.url
+        return names

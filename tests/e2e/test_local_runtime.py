@@ -1,0 +1,136 @@
+"""`saga local` driven over real HTTP, as a user (or their agent) would drive it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+from saga.ops import compare
+from tests.system import LOANS_PROXY, free_port, start_local, stop_local
+
+
+def new_journey(system) -> dict:
+    status, record = system.api("POST", "/journeys", {"customerId": "e2e"})
+    assert status == 201
+    return dict(record)
+
+
+def follow(system, record: dict, name: str, body: dict | None = None) -> tuple[int, dict]:
+    """Call the command through its HATEOAS link, as an agent would."""
+    link = next(a for a in record["availableActions"] if a["name"] == name)
+    status, payload = system.api(link["method"], link["href"], body)
+    return status, payload
+
+
+def test_a_full_journey_over_http(system, clean_proxy):
+    record = new_journey(system)
+    status, record = follow(system, record, "simulate", {"amount": 10000, "termMonths": 36})
+    assert (status, record["currentState"], record["simulation"]["monthlyPayment"]) == (200, "simulated", "312.90")
+    status, record = follow(system, record, "simulate", {"amount": 12000, "termMonths": 48})
+    status, record = follow(system, record, "accept")
+    assert record["currentState"] == "accepted"
+    status, record = follow(system, record, "disburse")
+    assert (status, record["currentState"], record["availableActions"]) == (200, "disbursed", [])
+    truth = system.truth(record["journeyId"])
+    assert compare(record, truth)["agree"], compare(record, truth)
+    # The outbox drains: every event is NOTIFIED shortly after
+    assert system.wait_for(lambda: {e["status"] for e in system.truth(record["journeyId"])["events"]} == {"NOTIFIED"})
+
+
+def test_the_backstop_alone_applies_the_event_when_road_one_is_cut(system, clean_proxy):
+    # Given a journey, and a proxy that drops every loans-api reply after the request went through
+    record = new_journey(system)
+    clean_proxy.add_toxic(LOANS_PROXY, "limit_data", stream="downstream", bytes=0)
+    # When the agent simulates
+    started = time.monotonic()
+    status, problem = system.api("POST", f"/journeys/{record['journeyId']}/simulate",
+                                 {"amount": 5000, "termMonths": 12})
+    elapsed = time.monotonic() - started
+    # Then it is told to retry after the whole schedule, and loans-api committed exactly once
+    assert status == 503
+    assert problem["retryable"] is True
+    assert elapsed > 12
+    truth = system.truth(record["journeyId"])
+    assert len(truth["simulations"]) == 1
+    # And road 2 alone brings the Control Record to the truth
+    def applied():
+        _, current = system.api("GET", f"/journeys/{record['journeyId']}")
+        return current if current["currentState"] == "simulated" else None
+
+    current = system.wait_for(applied, timeout=5)
+    assert current, "the backstop did not apply the event within 5 s"
+    assert current["simulation"]["simulationId"] == truth["simulations"][0]["simulationId"]
+    assert current["lastAppliedSeq"] == truth["seq"]
+
+
+def test_status_shows_a_drained_system(system, clean_proxy):
+    record = new_journey(system)
+    follow(system, record, "simulate", {"amount": 5000, "termMonths": 12})
+
+    def drained():
+        code, out = system.saga("status", "--json")
+        assert code == 0, out
+        report = json.loads(out)
+        return report if report["outbox"]["pending"] == 0 and report["queues"]["events"]["visible"] == 0 else None
+
+    report = system.wait_for(drained, timeout=10, interval=0.5)
+    assert report, "the outbox did not drain"
+    assert report["queues"]["eventsDlq"]["visible"] == 0
+    code, human = system.saga("status")
+    assert code == 0
+    assert "outbox pending" in human
+
+
+def test_a_poison_message_shows_in_dlq_list_and_redrive_dry_run(system, clean_proxy):
+    from shared import aws, tables
+
+    sqs = aws.client("sqs", "us-east-1", system.aws_url)
+    queue = sqs.get_queue_url(QueueName=tables.EVENTS_QUEUE.local_name)["QueueUrl"]
+    sqs.send_message(QueueUrl=queue, MessageBody="this is not an event")
+
+    def in_dlq():
+        code, out = system.saga("dlq", "list", "--json")
+        return [e for e in json.loads(out) if e["reason"] == "not JSON"] if code == 0 else None
+
+    entries = system.wait_for(in_dlq, timeout=20, interval=0.5)
+    assert entries, "the poison message never reached the DLQ"
+    assert entries[0]["receiveCount"] >= 3
+    code, out = system.saga("dlq", "redrive", "--dry-run")
+    assert code == 0
+    assert "would move" in out
+    assert entries[0]["messageId"] in out
+    code, out = system.saga("dlq", "list", "--json")
+    assert entries[0]["messageId"] in out, "a dry run must leave the message in the DLQ"
+
+
+def test_journey_show_and_demo(system, clean_proxy):
+    code, out = system.saga("demo")
+    assert code == 0, out
+    assert "disbursed" in out
+    journey_id = out.split("journey ")[1].split()[0]
+    code, out = system.saga("journey", "show", journey_id)
+    assert code == 0, out
+    assert "agree: yes" in out
+
+
+def test_status_exits_non_zero_when_the_system_is_unreachable():
+    from subprocess import run
+    from sys import executable
+
+    done = run([executable, "-m", "saga.cli", "status", "--endpoint-url", f"http://127.0.0.1:{free_port()}"],
+               capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0
+    assert "cannot reach" in done.stderr
+
+
+def test_starts_fast_and_stops_cleanly_on_sigterm(system):
+    # The session's runtime became healthy within the goal (dependencies already installed)
+    assert system.ready_seconds < 60
+    process, seconds = start_local(free_port(), free_port(), free_port())
+    assert seconds < 60
+    assert stop_local(process, signal.SIGTERM) == 0
+    assert process.stdout is not None
+    output = process.stdout.read()
+    assert "ready in" in output
+    assert "stopped" in output

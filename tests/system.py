@@ -1,0 +1,135 @@
+"""The whole system as a user runs it: `saga local` in a subprocess on free ports, with the fault
+proxy between the orchestrator and loans-api. Shared by the e2e and chaos suites."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import urllib3
+
+from saga.faultproxy import FaultProxyServer, ToxiproxyClient
+
+LOANS_PROXY = "loans-api"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class System:
+    api_port: int
+    loans_port: int
+    aws_port: int
+    proxy_port: int
+    toxiproxy: ToxiproxyClient
+    process: subprocess.Popen[str] | None = None
+    ready_seconds: float = 0.0
+    _http: urllib3.PoolManager = field(default_factory=lambda: urllib3.PoolManager(
+        timeout=urllib3.Timeout(connect=2, read=60), retries=False))
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def loans_url(self) -> str:
+        return f"http://127.0.0.1:{self.loans_port}"
+
+    @property
+    def aws_url(self) -> str:
+        return f"http://127.0.0.1:{self.aws_port}"
+
+    def call(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+             ) -> tuple[int, Any, dict[str, str]]:
+        data = None if body is None else json.dumps(body).encode()
+        response = self._http.request(method, url, body=data,
+                                      headers={"Content-Type": "application/json", **(headers or {})})
+        payload = json.loads(response.data) if response.data else None
+        return response.status, payload, dict(response.headers)
+
+    def api(self, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+        status, payload, _ = self.call(method, self.api_url + path, body,
+                                       {k.replace("_", "-"): v for k, v in headers.items()})
+        return status, payload
+
+    def truth(self, journey_id: str) -> Any:
+        status, payload, _ = self.call("GET", f"{self.loans_url}/journeys/{journey_id}")
+        return payload if status == 200 else None
+
+    def saga(self, *args: str) -> tuple[int, str]:
+        """Run the ops CLI against this system."""
+        command = [sys.executable, "-m", "saga.cli", *args, "--endpoint-url", self.aws_url,
+                   "--api-url", self.api_url, "--loans-api-url", self.loans_url]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        return done.returncode, done.stdout + done.stderr
+
+    def wait_for(self, predicate: Any, timeout: float = 10.0, interval: float = 0.1) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value or time.monotonic() > deadline:
+                return value
+            time.sleep(interval)
+
+
+def start_local(api_port: int, loans_port: int, aws_port: int, loans_api_url: str | None = None,
+                extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], float]:
+    command = [sys.executable, "-m", "saga.cli", "local", "--port", str(api_port), "--loans-port", str(loans_port),
+               "--aws-port", str(aws_port), *extra]
+    if loans_api_url:
+        command += ["--loans-api-url", loans_api_url]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_")}
+    started = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=1, read=5), retries=False)
+    deadline = started + 90
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"saga local exited early: {process.stdout.read() if process.stdout else ''}")
+        try:
+            if http.request("GET", f"http://127.0.0.1:{api_port}/health").status == 200:
+                return process, time.monotonic() - started
+        except urllib3.exceptions.HTTPError:
+            pass
+        time.sleep(0.2)
+    stop_local(process)
+    raise RuntimeError("saga local did not become healthy within 90 s")
+
+
+def stop_local(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 20) -> int:
+    process.send_signal(sig)
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return -9
+
+
+def start_system() -> tuple[System, FaultProxyServer | None]:
+    """The runtime, with loans-api reached through a proxy: ours, or a real Toxiproxy when
+    TOXIPROXY_URL names one."""
+    api_port, loans_port, aws_port = free_port(), free_port(), free_port()
+    own: FaultProxyServer | None = None
+    control = os.environ.get("TOXIPROXY_URL")
+    if control is None:
+        own = FaultProxyServer("127.0.0.1", free_port()).start()
+        control = own.control_url
+    toxiproxy = ToxiproxyClient(control)
+    proxy_port = free_port()
+    toxiproxy.create_proxy(LOANS_PROXY, upstream=f"127.0.0.1:{loans_port}", listen=f"127.0.0.1:{proxy_port}")
+    system = System(api_port, loans_port, aws_port, proxy_port, toxiproxy)
+    system.process, system.ready_seconds = start_local(api_port, loans_port, aws_port,
+                                                       loans_api_url=f"http://127.0.0.1:{proxy_port}")
+    return system, own
