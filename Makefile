@@ -21,6 +21,7 @@ run: install ## start the whole system locally (Ctrl-C stops it)
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 typecheck: install
 	$(BIN)/mypy .

@@ -28,19 +28,25 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--port", type=int, default=3000, help="orchestrator API port")
     local.add_argument("--loans-port", type=int, default=3001, help="loans-api port")
     local.add_argument("--aws-port", type=int, default=4566, help="local AWS endpoint (moto) port")
-    local.add_argument("--loans-api-url", default=None,
-                       help="where the orchestrator reaches loans-api (default: the local loans-api; "
-                            "point it at a fault proxy to cut road 1)")
-    local.add_argument("--sweep-threshold", type=float, default=60.0,
-                       help="republish outbox events pending longer than this (seconds)")
+    local.add_argument(
+        "--loans-api-url",
+        default=None,
+        help="where the orchestrator reaches loans-api (default: the local loans-api; "
+        "point it at a fault proxy to cut road 1)",
+    )
+    local.add_argument(
+        "--sweep-threshold", type=float, default=60.0, help="republish outbox events pending longer than this (seconds)"
+    )
     local.add_argument("--log-level", default="WARNING", help="functions' log level (DEBUG, INFO, WARNING)")
 
     def target_options(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--endpoint-url", default=None,
-                         help="AWS endpoint (default: $AWS_ENDPOINT_URL, else the local runtime's)")
+        sub.add_argument(
+            "--endpoint-url", default=None, help="AWS endpoint (default: $AWS_ENDPOINT_URL, else the local runtime's)"
+        )
         sub.add_argument("--stack", default=None, help="a deployed stack's name: find everything via its outputs")
-        sub.add_argument("--region", default=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION",
-                                                                                          "us-east-1")))
+        sub.add_argument(
+            "--region", default=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+        )
         sub.add_argument("--api-url", default="http://127.0.0.1:3000", help="orchestrator URL (local)")
         sub.add_argument("--loans-api-url", default="http://127.0.0.1:3001", help="loans-api URL (local)")
 
@@ -105,8 +111,14 @@ def _run_local(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     started = time.monotonic()
-    config = RuntimeConfig(host=args.host, port=args.port, loans_port=args.loans_port, aws_port=args.aws_port,
-                           loans_api_url=args.loans_api_url, sweep_threshold_seconds=args.sweep_threshold)
+    config = RuntimeConfig(
+        host=args.host,
+        port=args.port,
+        loans_port=args.loans_port,
+        aws_port=args.aws_port,
+        loans_api_url=args.loans_api_url,
+        sweep_threshold_seconds=args.sweep_threshold,
+    )
     runtime = LocalRuntime(config)
     try:
         runtime.start()
@@ -163,9 +175,11 @@ def main(argv: list[str] | None = None) -> int:
             _emit(report, args.json, ops.status_table(report))
         elif args.command == "dlq" and args.dlq_command == "list":
             entries = ops.dlq_list(target)
-            lines = [f"{e['messageId']}  receives={e['receiveCount']}  {e['type'] or '-'}"
-                     f"  journey={e['journeyId'] or '-'}  event={e['eventId'] or '-'}  why: {e['reason']}"
-                     for e in entries]
+            lines = [
+                f"{e['messageId']}  receives={e['receiveCount']}  {e['type'] or '-'}"
+                f"  journey={e['journeyId'] or '-'}  event={e['eventId'] or '-'}  why: {e['reason']}"
+                for e in entries
+            ]
             _emit(entries, args.json, "\n".join(lines) or "the DLQ is empty")
         elif args.command == "dlq":
             moved = ops.dlq_redrive(target, args.dry_run, args.max)

@@ -78,8 +78,13 @@ class Proxy:
         self._connections: set[_Connection] = set()
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "listen": self.listen, "upstream": self.upstream, "enabled": self.enabled,
-                "toxics": [asdict(t) for t in self.toxics.values()]}
+        return {
+            "name": self.name,
+            "listen": self.listen,
+            "upstream": self.upstream,
+            "enabled": self.enabled,
+            "toxics": [asdict(t) for t in self.toxics.values()],
+        }
 
     async def start(self) -> None:
         host, port = _split(self.listen)
@@ -127,8 +132,9 @@ class Proxy:
                 active.append(toxic)
         return active
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream: str,
-                    connection: _Connection) -> None:
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream: str, connection: _Connection
+    ) -> None:
         sent = 0
         while not connection.closed.is_set():
             try:
@@ -148,8 +154,9 @@ class Proxy:
             sent += len(data)
         connection.close()
 
-    async def _apply(self, toxic: Toxic, data: bytes, sent: int, writer: asyncio.StreamWriter,
-                     connection: _Connection) -> bool:
+    async def _apply(
+        self, toxic: Toxic, data: bytes, sent: int, writer: asyncio.StreamWriter, connection: _Connection
+    ) -> bool:
         """Apply one toxic to a chunk; False when the connection is finished."""
         if toxic.type == "latency":
             jitter = toxic.attribute("jitter")
@@ -268,8 +275,9 @@ class FaultProxyServer:
         name = str(body["name"])
         if name in self.proxies:
             raise ProxyError(409, f"proxy {name} already exists")
-        proxy = Proxy(name, str(body.get("listen", "127.0.0.1:0")), str(body["upstream"]),
-                      bool(body.get("enabled", True)))
+        proxy = Proxy(
+            name, str(body.get("listen", "127.0.0.1:0")), str(body["upstream"]), bool(body.get("enabled", True))
+        )
         self._run(proxy.start())
         self.proxies[name] = proxy
         return proxy.describe()
@@ -319,8 +327,13 @@ def _toxic(body: dict[str, Any]) -> Toxic:
         raise ProxyError(400, f"toxic type {kind} is not supported (supported: {sorted(TOXIC_TYPES)})")
     if stream not in STREAMS:
         raise ProxyError(400, f"stream must be upstream or downstream, not {stream}")
-    return Toxic(name=str(body.get("name") or f"{kind}_{stream}"), type=kind, stream=stream,
-                 toxicity=float(body.get("toxicity", 1.0)), attributes=dict(body.get("attributes", {})))
+    return Toxic(
+        name=str(body.get("name") or f"{kind}_{stream}"),
+        type=kind,
+        stream=stream,
+        toxicity=float(body.get("toxicity", 1.0)),
+        attributes=dict(body.get("attributes", {})),
+    )
 
 
 class ToxiproxyClient:
@@ -331,20 +344,37 @@ class ToxiproxyClient:
         self._http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=2, read=10), retries=False)
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        response = self._http.request(method, self._url + path, body=None if body is None else json.dumps(body),
-                                      headers={"Content-Type": "application/json"})
+        response = self._http.request(
+            method,
+            self._url + path,
+            body=None if body is None else json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
         if response.status >= 400:
             raise ProxyError(response.status, response.data.decode(errors="replace"))
         return json.loads(response.data) if response.data else None
 
     def create_proxy(self, name: str, upstream: str, listen: str = "127.0.0.1:0") -> dict[str, Any]:
-        return dict(self._call("POST", "/proxies", {"name": name, "listen": listen, "upstream": upstream,
-                                                    "enabled": True}))
+        return dict(
+            self._call("POST", "/proxies", {"name": name, "listen": listen, "upstream": upstream, "enabled": True})
+        )
 
-    def add_toxic(self, proxy: str, kind: str, stream: str = "downstream", toxicity: float = 1.0,
-                  name: str | None = None, **attributes: Any) -> dict[str, Any]:
-        body = {"name": name or f"{kind}_{stream}", "type": kind, "stream": stream, "toxicity": toxicity,
-                "attributes": attributes}
+    def add_toxic(
+        self,
+        proxy: str,
+        kind: str,
+        stream: str = "downstream",
+        toxicity: float = 1.0,
+        name: str | None = None,
+        **attributes: Any,
+    ) -> dict[str, Any]:
+        body = {
+            "name": name or f"{kind}_{stream}",
+            "type": kind,
+            "stream": stream,
+            "toxicity": toxicity,
+            "attributes": attributes,
+        }
         return dict(self._call("POST", f"/proxies/{proxy}/toxics", body))
 
     def remove_toxic(self, proxy: str, name: str) -> None:

@@ -43,27 +43,45 @@ class Target:
 
 
 def local_target(endpoint_url: str, region: str, api_url: str, loans_api_url: str) -> Target:
-    sqs = aws.client("sqs", region, endpoint_url, aws.AwsCallBudget(connect_timeout=1.0, read_timeout=3.0,
-                                                                      max_attempts=1))
+    sqs = aws.client(
+        "sqs", region, endpoint_url, aws.AwsCallBudget(connect_timeout=1.0, read_timeout=3.0, max_attempts=1)
+    )
 
     def url(spec: tables.QueueSpec) -> str:
         return str(sqs.get_queue_url(QueueName=spec.local_name)["QueueUrl"])
 
-    return Target(region, endpoint_url, tables.LOANS_TABLE.local_name, tables.JOURNEYS_TABLE.local_name,
-                  url(tables.EVENTS_QUEUE), url(tables.EVENTS_DLQ), url(tables.RELAY_FAILURES_QUEUE),
-                  api_url, loans_api_url)
+    return Target(
+        region,
+        endpoint_url,
+        tables.LOANS_TABLE.local_name,
+        tables.JOURNEYS_TABLE.local_name,
+        url(tables.EVENTS_QUEUE),
+        url(tables.EVENTS_DLQ),
+        url(tables.RELAY_FAILURES_QUEUE),
+        api_url,
+        loans_api_url,
+    )
 
 
 def stack_target(stack_name: str, region: str) -> Target:
     stacks = aws.client("cloudformation", region, None).describe_stacks(StackName=stack_name)["Stacks"]
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-    return Target(region, None, outputs[tables.OUTPUT_LOANS_TABLE], outputs[tables.OUTPUT_JOURNEYS_TABLE],
-                  outputs[tables.OUTPUT_EVENTS_QUEUE], outputs[tables.OUTPUT_EVENTS_DLQ],
-                  outputs[tables.OUTPUT_RELAY_FAILURES], outputs[tables.OUTPUT_ORCHESTRATOR_URL].rstrip("/"),
-                  outputs[tables.OUTPUT_LOANS_API_URL].rstrip("/"), signed=True)
+    return Target(
+        region,
+        None,
+        outputs[tables.OUTPUT_LOANS_TABLE],
+        outputs[tables.OUTPUT_JOURNEYS_TABLE],
+        outputs[tables.OUTPUT_EVENTS_QUEUE],
+        outputs[tables.OUTPUT_EVENTS_DLQ],
+        outputs[tables.OUTPUT_RELAY_FAILURES],
+        outputs[tables.OUTPUT_ORCHESTRATOR_URL].rstrip("/"),
+        outputs[tables.OUTPUT_LOANS_API_URL].rstrip("/"),
+        signed=True,
+    )
 
 
 # -- status -------------------------------------------------------------------------------------
+
 
 def status(target: Target) -> dict[str, Any]:
     outbox = DynamoOutboxStore(target.client("dynamodb"), target.loans_table)
@@ -75,8 +93,10 @@ def status(target: Target) -> dict[str, Any]:
         attributes = sqs.get_queue_attributes(
             QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         )["Attributes"]
-        return {"visible": int(attributes["ApproximateNumberOfMessages"]),
-                "inFlight": int(attributes["ApproximateNumberOfMessagesNotVisible"])}
+        return {
+            "visible": int(attributes["ApproximateNumberOfMessages"]),
+            "inFlight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+        }
 
     return {
         "outbox": {"pending": outbox.count_pending(), "oldestPendingAgeSeconds": round(age, 3)},
@@ -103,13 +123,19 @@ def status_table(report: dict[str, Any]) -> str:
 
 # -- DLQ ----------------------------------------------------------------------------------------
 
+
 def _peek(target: Target, limit: int) -> list[dict[str, Any]]:
     """Messages in the DLQ, without consuming them (they become visible again at once)."""
     sqs = target.client("sqs")
     seen: dict[str, dict[str, Any]] = {}
     for _ in range(max(3, limit // 10 + 3)):
-        batch = sqs.receive_message(QueueUrl=target.events_dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0,
-                                    AttributeNames=["All"], MessageAttributeNames=["All"]).get("Messages", [])
+        batch = sqs.receive_message(
+            QueueUrl=target.events_dlq_url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=0,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
         new = [m for m in batch if m["MessageId"] not in seen]
         seen.update({m["MessageId"]: m for m in new})
         if not batch or len(seen) >= limit:
@@ -125,8 +151,12 @@ def _diagnose(body: str, journeys: DynamoControlRecordStore) -> dict[str, Any]:
             json.loads(body)
         except ValueError:
             return {"eventId": None, "type": None, "journeyId": None, "reason": "not JSON"}
-        return {"eventId": None, "type": None, "journeyId": None,
-                "reason": f"not a loan event ({error.error_count()} schema errors)"}
+        return {
+            "eventId": None,
+            "type": None,
+            "journeyId": None,
+            "reason": f"not a loan event ({error.error_count()} schema errors)",
+        }
     reason = "unknown journey" if journeys.get(event.journeyId) is None else "failed when applied (see consumer logs)"
     return {"eventId": event.eventId, "type": event.type, "journeyId": event.journeyId, "reason": reason}
 
@@ -134,9 +164,11 @@ def _diagnose(body: str, journeys: DynamoControlRecordStore) -> dict[str, Any]:
 def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
     journeys = DynamoControlRecordStore(target.client("dynamodb"), target.journeys_table)
     return [
-        {"messageId": m["MessageId"],
-         "receiveCount": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
-         **_diagnose(m["Body"], journeys)}
+        {
+            "messageId": m["MessageId"],
+            "receiveCount": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
+            **_diagnose(m["Body"], journeys),
+        }
         for m in _peek(target, limit)
     ]
 
@@ -147,16 +179,22 @@ def dlq_redrive(target: Target, dry_run: bool, limit: int) -> list[dict[str, Any
     sqs = target.client("sqs")
     moved: list[dict[str, Any]] = []
     while len(moved) < limit:
-        batch = sqs.receive_message(QueueUrl=target.events_dlq_url, MaxNumberOfMessages=min(10, limit - len(moved)),
-                                    VisibilityTimeout=0 if dry_run else 30,
-                                    MessageAttributeNames=["All"]).get("Messages", [])
+        batch = sqs.receive_message(
+            QueueUrl=target.events_dlq_url,
+            MaxNumberOfMessages=min(10, limit - len(moved)),
+            VisibilityTimeout=0 if dry_run else 30,
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
         batch = [m for m in batch if m["MessageId"] not in {x["messageId"] for x in moved}]
         if not batch:
             break
         for message in batch:
             if not dry_run:
-                sqs.send_message(QueueUrl=target.events_queue_url, MessageBody=message["Body"],
-                                 MessageAttributes=message.get("MessageAttributes", {}))
+                sqs.send_message(
+                    QueueUrl=target.events_queue_url,
+                    MessageBody=message["Body"],
+                    MessageAttributes=message.get("MessageAttributes", {}),
+                )
                 sqs.delete_message(QueueUrl=target.events_dlq_url, ReceiptHandle=message["ReceiptHandle"])
             moved.append({"messageId": message["MessageId"], "body": message["Body"][:200]})
         if dry_run:
@@ -165,6 +203,7 @@ def dlq_redrive(target: Target, dry_run: bool, limit: int) -> list[dict[str, Any
 
 
 # -- HTTP helpers (journey show, demo) --------------------------------------------------------
+
 
 class Http:
     def __init__(self, target: Target) -> None:
@@ -175,8 +214,9 @@ class Http:
 
             self._signer = SigV4Signer(boto3.session.Session().get_credentials, target.region)
 
-    def call(self, method: str, url: str, body: dict[str, Any] | None = None,
-             headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    def call(
+        self, method: str, url: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         if self._signer is not None:
@@ -210,23 +250,31 @@ def compare(record: dict[str, Any] | None, truth: dict[str, Any] | None) -> dict
         "seq": (record["lastAppliedSeq"], truth["seq"]),
         "simulationId": ((record.get("simulation") or {}).get("simulationId"), active_simulation),
         "acceptanceId": ((record.get("acceptance") or {}).get("acceptanceId"), active_acceptance),
-        "disbursementId": ((record.get("disbursement") or {}).get("disbursementId"),
-                           (truth.get("disbursement") or {}).get("disbursementId")),
+        "disbursementId": (
+            (record.get("disbursement") or {}).get("disbursementId"),
+            (truth.get("disbursement") or {}).get("disbursementId"),
+        ),
     }
-    differences = [f"{name}: record {mine!r} != loans-api {theirs!r}" for name, (mine, theirs) in pairs.items()
-                   if mine != theirs]
+    differences = [
+        f"{name}: record {mine!r} != loans-api {theirs!r}" for name, (mine, theirs) in pairs.items() if mine != theirs
+    ]
     return {"agree": not differences, "differences": differences}
 
 
 # -- demo -------------------------------------------------------------------------------------
+
 
 def demo(target: Target, say: Callable[[str], None]) -> dict[str, Any]:
     """A scripted agent: walks a journey using only the links in availableActions."""
     http = Http(target)
     status_code, record = http.call("POST", f"{target.api_url}/journeys", {"customerId": "demo-customer"})
     say(f"POST /journeys -> {status_code}: journey {record['journeyId']} is {record['currentState']}")
-    plan = [("simulate", {"amount": 10000, "termMonths": 36}), ("simulate", {"amount": 8000, "termMonths": 24}),
-            ("accept", None), ("disburse", None)]
+    plan = [
+        ("simulate", {"amount": 10000, "termMonths": 36}),
+        ("simulate", {"amount": 8000, "termMonths": 24}),
+        ("accept", None),
+        ("disburse", None),
+    ]
     for name, body in plan:
         link = next((a for a in record["availableActions"] if a["name"] == name), None)
         if link is None:

@@ -43,7 +43,5 @@ class Receipt:
     def replay_for(self, request_hash: str) -> Receipt:
         """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""
         if request_hash != self.request_hash:
-            raise IdempotencyKeyReused(
-                f"the {HEADER} '{self.key}' was already used for a different request"
-            )
+            raise IdempotencyKeyReused(f"the {HEADER} '{self.key}' was already used for a different request")
         return self

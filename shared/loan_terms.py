@@ -15,9 +15,13 @@ ID_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
 
 Amount = Annotated[
     Decimal,
-    Field(ge=MIN_AMOUNT, le=MAX_AMOUNT, decimal_places=2,
-          description="Principal in the loan's currency, 500 to 100000, at most 2 decimal places "
-                      "(a JSON number or a decimal string such as \"10000.00\")."),
+    Field(
+        ge=MIN_AMOUNT,
+        le=MAX_AMOUNT,
+        decimal_places=2,
+        description="Principal in the loan's currency, 500 to 100000, at most 2 decimal places "
+        '(a JSON number or a decimal string such as "10000.00").',
+    ),
 ]
 TermMonths = Annotated[
     int,

@@ -39,9 +39,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[errors.DomainError], int, str, str, bool], ...]
 )
 
 
-def problem_body(
-    status: int, slug: str, title: str, detail: str, retryable: bool, **extensions: Any
-) -> str:
+def problem_body(status: int, slug: str, title: str, detail: str, retryable: bool, **extensions: Any) -> str:
     return json.dumps(
         {
             "type": _TYPE_PREFIX + slug,
@@ -122,8 +120,12 @@ def too_large(event: Mapping[str, Any]) -> dict[str, Any] | None:
         size = size * 3 // 4
     if size <= MAX_BODY_BYTES:
         return None
-    return _proxy_problem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too-large", "Request body too large",
-                          f"the body is {size} bytes; the limit is {MAX_BODY_BYTES}")
+    return _proxy_problem(
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        "too-large",
+        "Request body too large",
+        f"the body is {size} bytes; the limit is {MAX_BODY_BYTES}",
+    )
 
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -137,8 +139,9 @@ def not_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     media_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if media_type == "application/json" or media_type.endswith("+json"):
         return None
-    return _proxy_problem(415, "unsupported-media-type", "Unsupported media type",
-                          f"send the body as application/json, not {media_type}")
+    return _proxy_problem(
+        415, "unsupported-media-type", "Unsupported media type", f"send the body as application/json, not {media_type}"
+    )
 
 
 def _proxy_problem(status: int, slug: str, title: str, detail: str) -> dict[str, Any]:

@@ -25,8 +25,14 @@ class ApiClient:
     handler: Handler
     name: str = "api"
 
-    def request(self, method: str, path: str, body: Any = None, headers: Mapping[str, str] | None = None,
-                raw: bytes | None = None) -> HttpResponse:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> HttpResponse:
         payload = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         event = proxy_event(method, path, all_headers, payload)
@@ -68,8 +74,9 @@ class InProcessHttp:
         self.calls: list[tuple[str, str]] = []
         self.persistent_fault: str | None = None
 
-    def request(self, method: str, url: str, body: bytes | None = None, headers: Mapping[str, str] | None = None,
-                **_: Any) -> FakeHttpResponse:
+    def request(
+        self, method: str, url: str, body: bytes | None = None, headers: Mapping[str, str] | None = None, **_: Any
+    ) -> FakeHttpResponse:
         from urllib.parse import urlsplit
 
         import urllib3
@@ -81,8 +88,9 @@ class InProcessHttp:
             return FakeHttpResponse(503, b'{"title":"unavailable"}', {})
         if fault == "timeout":
             raise urllib3.exceptions.ReadTimeoutError(None, url, "read timed out")  # type: ignore[arg-type]
-        result = http_response(self.handler(proxy_event(method, path, dict(headers or {}), body),
-                                            LambdaContextStub(self.name)))
+        result = http_response(
+            self.handler(proxy_event(method, path, dict(headers or {}), body), LambdaContextStub(self.name))
+        )
         if fault == "lose":
             raise urllib3.exceptions.ProtocolError("Connection aborted: response lost after commit")
         return FakeHttpResponse(result.status, result.body, result.headers)

@@ -35,8 +35,9 @@ class System:
     toxiproxy: ToxiproxyClient
     process: subprocess.Popen[str] | None = None
     ready_seconds: float = 0.0
-    _http: urllib3.PoolManager = field(default_factory=lambda: urllib3.PoolManager(
-        timeout=urllib3.Timeout(connect=2, read=60), retries=False))
+    _http: urllib3.PoolManager = field(
+        default_factory=lambda: urllib3.PoolManager(timeout=urllib3.Timeout(connect=2, read=60), retries=False)
+    )
 
     @property
     def api_url(self) -> str:
@@ -50,17 +51,20 @@ class System:
     def aws_url(self) -> str:
         return f"http://127.0.0.1:{self.aws_port}"
 
-    def call(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
-             ) -> tuple[int, Any, dict[str, str]]:
+    def call(
+        self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
         data = None if body is None else json.dumps(body).encode()
-        response = self._http.request(method, url, body=data,
-                                      headers={"Content-Type": "application/json", **(headers or {})})
+        response = self._http.request(
+            method, url, body=data, headers={"Content-Type": "application/json", **(headers or {})}
+        )
         payload = json.loads(response.data) if response.data else None
         return response.status, payload, dict(response.headers)
 
     def api(self, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
-        status, payload, _ = self.call(method, self.api_url + path, body,
-                                       {k.replace("_", "-"): v for k, v in headers.items()})
+        status, payload, _ = self.call(
+            method, self.api_url + path, body, {k.replace("_", "-"): v for k, v in headers.items()}
+        )
         return status, payload
 
     def truth(self, journey_id: str) -> Any:
@@ -69,8 +73,18 @@ class System:
 
     def saga(self, *args: str) -> tuple[int, str]:
         """Run the ops CLI against this system."""
-        command = [sys.executable, "-m", "saga.cli", *args, "--endpoint-url", self.aws_url,
-                   "--api-url", self.api_url, "--loans-api-url", self.loans_url]
+        command = [
+            sys.executable,
+            "-m",
+            "saga.cli",
+            *args,
+            "--endpoint-url",
+            self.aws_url,
+            "--api-url",
+            self.api_url,
+            "--loans-api-url",
+            self.loans_url,
+        ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
         return done.returncode, done.stdout + done.stderr
 
@@ -83,10 +97,22 @@ class System:
             time.sleep(interval)
 
 
-def start_local(api_port: int, loans_port: int, aws_port: int, loans_api_url: str | None = None,
-                extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], float]:
-    command = [sys.executable, "-m", "saga.cli", "local", "--port", str(api_port), "--loans-port", str(loans_port),
-               "--aws-port", str(aws_port), *extra]
+def start_local(
+    api_port: int, loans_port: int, aws_port: int, loans_api_url: str | None = None, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[str], float]:
+    command = [
+        sys.executable,
+        "-m",
+        "saga.cli",
+        "local",
+        "--port",
+        str(api_port),
+        "--loans-port",
+        str(loans_port),
+        "--aws-port",
+        str(aws_port),
+        *extra,
+    ]
     if loans_api_url:
         command += ["--loans-api-url", loans_api_url]
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_")}
@@ -130,6 +156,7 @@ def start_system() -> tuple[System, FaultProxyServer | None]:
     proxy_port = free_port()
     toxiproxy.create_proxy(LOANS_PROXY, upstream=f"127.0.0.1:{loans_port}", listen=f"127.0.0.1:{proxy_port}")
     system = System(api_port, loans_port, aws_port, proxy_port, toxiproxy)
-    system.process, system.ready_seconds = start_local(api_port, loans_port, aws_port,
-                                                       loans_api_url=f"http://127.0.0.1:{proxy_port}")
+    system.process, system.ready_seconds = start_local(
+        api_port, loans_port, aws_port, loans_api_url=f"http://127.0.0.1:{proxy_port}"
+    )
     return system, own

@@ -24,8 +24,9 @@ def utc_now() -> datetime:
 
 
 def build_consumer(settings: ConsumerSettings, metrics: Metrics) -> EventConsumer:
-    store = DynamoControlRecordStore(aws.client("dynamodb", settings.region, settings.aws_endpoint_url),
-                                     settings.journeys_table_name)
+    store = DynamoControlRecordStore(
+        aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.journeys_table_name
+    )
     return EventConsumer(EventApplier(store, clock=utc_now), metrics)
 
 
@@ -36,8 +37,10 @@ def build(settings: ConsumerSettings, metrics: Metrics) -> Callable[[dict[str, A
         try:
             consumer.consume(record.body)
         except Exception:
-            logger.exception("message failed", extra={"message_id": record.message_id,
-                                                      "receive_count": record.attributes.approximate_receive_count})
+            logger.exception(
+                "message failed",
+                extra={"message_id": record.message_id, "receive_count": record.attributes.approximate_receive_count},
+            )
             raise
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -36,8 +36,12 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         headers = {REPLAYED_HEADER: "true"} if result.replayed else {}
         return Response(status_code=result.status, content_type="application/json", body=result.body, headers=headers)
 
-    @app.post("/simulations", operation_id="createSimulation", responses=_WRITE_ERRORS,
-              summary="Price a loan and make it the journey's active simulation (supersedes the previous one).")
+    @app.post(
+        "/simulations",
+        operation_id="createSimulation",
+        responses=_WRITE_ERRORS,
+        summary="Price a loan and make it the journey's active simulation (supersedes the previous one).",
+    )
     def create_simulation(body: SimulationRequest) -> Response[str]:
         return reply(service.create_simulation(keyed(), body.journeyId, body.amount, body.termMonths))
 
@@ -53,15 +57,26 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     def cancel_acceptance(acceptance_id: PathId) -> Response[str]:
         return reply(service.cancel_acceptance(keyed(), acceptance_id))
 
-    @app.post("/disbursements", operation_id="createDisbursement", responses=_WRITE_ERRORS,
-              summary="Disburse the journey's active acceptance. One disbursement per journey, ever.")
+    @app.post(
+        "/disbursements",
+        operation_id="createDisbursement",
+        responses=_WRITE_ERRORS,
+        summary="Disburse the journey's active acceptance. One disbursement per journey, ever.",
+    )
     def create_disbursement(body: DisbursementRequest) -> Response[str]:
         return reply(service.create_disbursement(keyed(), body.journeyId, body.acceptanceId))
 
-    @app.get("/journeys/<journey_id>", operation_id="getJourneyTruth",
-             responses={200: {"description": "The journey's truth.",
-                              "content": {"application/json": {"model": JourneyTruthResponse}}},
-                        **problems.problem_responses(404)})
+    @app.get(
+        "/journeys/<journey_id>",
+        operation_id="getJourneyTruth",
+        responses={
+            200: {
+                "description": "The journey's truth.",
+                "content": {"application/json": {"model": JourneyTruthResponse}},
+            },
+            **problems.problem_responses(404),
+        },
+    )
     def get_journey(journey_id: PathId) -> Response[str]:
         truth = service.journey(journey_id)
         body: dict[str, Any] = {

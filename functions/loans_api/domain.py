@@ -122,9 +122,7 @@ def cancel_simulation(ledger: Ledger, simulation: dict[str, Any], now: datetime)
     if active is None or active.simulationId != simulation_id:
         raise BusinessRuleViolated(f"simulation {simulation_id} is no longer ACTIVE")
     if ledger.snapshot.acceptance is not None:
-        raise BusinessRuleViolated(
-            f"simulation {simulation_id} has an active acceptance; cancel the acceptance first"
-        )
+        raise BusinessRuleViolated(f"simulation {simulation_id} has an active acceptance; cancel the acceptance first")
     snapshot = ledger.snapshot.model_copy(update={"state": "cancelled", "simulation": None})
     event = _event(ledger, "SimulationCancelled", snapshot, now)
     writes = (EntityWrite("SIMULATION", simulation_id, "CANCELLED", create=False),)

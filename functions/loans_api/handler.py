@@ -18,6 +18,7 @@ logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
 
+
 @cache  # built lazily, once per container
 def _app() -> problems.Handler:
     return bootstrap.build(LoansSettings.from_env(os.environ), metrics)

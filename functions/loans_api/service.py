@@ -18,6 +18,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.loans_api import domain
 from functions.loans_api.domain import Change, EntityKind, Ledger
 from functions.loans_api.store import CommitStatus, JourneyTruth, LoanStore
+from shared import metric_names as names
 from shared.errors import BusinessRuleViolated, DomainError, NotFound, StoreContention
 from shared.idempotency import Receipt, fingerprint
 
@@ -124,11 +125,15 @@ class LoansService:
             expires_at = int(now.timestamp()) + self._receipt_ttl
             outcome = self._store.commit(change, receipt, expires_at)
             if outcome.status is CommitStatus.COMMITTED:
-                self._metrics.add_metric(name="CommandsCommitted", unit=MetricUnit.Count, value=1)
+                self._metrics.add_metric(name=names.COMMANDS_COMMITTED, unit=MetricUnit.Count, value=1)
                 logger.info(
                     "command committed",
-                    extra={"event_type": change.event.type, "journey_id": change.event.journeyId,
-                           "seq": change.event.seq, "event_id": change.event.eventId},
+                    extra={
+                        "event_type": change.event.type,
+                        "journey_id": change.event.journeyId,
+                        "seq": change.event.seq,
+                        "event_id": change.event.eventId,
+                    },
                 )
                 return Reply(change.status_code, body, replayed=False)
             if outcome.status is CommitStatus.REPLAY:
@@ -150,6 +155,6 @@ class LoansService:
         raise error
 
     def _replayed(self, receipt: Receipt) -> Reply:
-        self._metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
+        self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
         logger.info("idempotent replay", extra={"idempotency_key": receipt.key})
         return Reply(receipt.status, receipt.body, replayed=True)

@@ -119,9 +119,7 @@ class DynamoLoanStore:
         )
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
-        response = self._client.get_item(
-            TableName=self._table, Key=to_item({"pk": pk, "sk": sk}), ConsistentRead=True
-        )
+        response = self._client.get_item(TableName=self._table, Key=to_item({"pk": pk, "sk": sk}), ConsistentRead=True)
         item = response.get("Item")
         return None if item is None else from_item(item)
 

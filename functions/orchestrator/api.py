@@ -52,13 +52,14 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         if key is None:
             return None
         event = app.current_event
-        return AgentKey(scope=f"{event.http_method} {event.path} {key}",
-                        request_hash=fingerprint(event.http_method, event.path, event.json_body))
+        return AgentKey(
+            scope=f"{event.http_method} {event.path} {key}",
+            request_hash=fingerprint(event.http_method, event.path, event.json_body),
+        )
 
     def respond(result: Result) -> Response[str]:
         headers = {REPLAYED_HEADER: "true"} if result.replayed else {}
-        return Response(status_code=result.status, content_type="application/json", body=result.body,
-                        headers=headers)
+        return Response(status_code=result.status, content_type="application/json", body=result.body, headers=headers)
 
     @app.post(
         "/journeys",
@@ -81,8 +82,7 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         tags=["journeys"],
     )
     def get_journey(journey_id: JourneyId) -> Response[str]:
-        return Response(status_code=200, content_type="application/json",
-                        body=render_json(service.get(journey_id)))
+        return Response(status_code=200, content_type="application/json", body=render_json(service.get(journey_id)))
 
     @app.post(
         "/journeys/<journey_id>/simulate",
@@ -94,8 +94,9 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
-    def simulate(journey_id: JourneyId, body: SimulateRequest,
-                 idempotency_key: AgentIdempotencyKey = None) -> Response[str]:
+    def simulate(
+        journey_id: JourneyId, body: SimulateRequest, idempotency_key: AgentIdempotencyKey = None
+    ) -> Response[str]:
         return respond(service.simulate(journey_id, body.amount, body.termMonths, agent_key(idempotency_key)))
 
     @app.post(

@@ -33,16 +33,25 @@ def utc_now() -> datetime:
 
 
 def retry_policy(settings: OrchestratorSettings) -> RetryPolicy:
-    return RetryPolicy(attempts=settings.retry_attempts, base_delay=settings.retry_base_delay,
-                       multiplier=settings.retry_multiplier, max_jitter=settings.retry_max_jitter)
+    return RetryPolicy(
+        attempts=settings.retry_attempts,
+        base_delay=settings.retry_base_delay,
+        multiplier=settings.retry_multiplier,
+        max_jitter=settings.retry_max_jitter,
+    )
 
 
-def build_service(settings: OrchestratorSettings, metrics: Metrics, http: HttpRequester | None = None,
-                  sleep: Callable[[float], None] = time.sleep) -> JourneyService:
+def build_service(
+    settings: OrchestratorSettings,
+    metrics: Metrics,
+    http: HttpRequester | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> JourneyService:
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url, DYNAMO_BUDGET)
     store = DynamoJourneyStore(dynamodb, settings.journeys_table_name)
-    signer = SigV4Signer(boto3.session.Session().get_credentials, settings.region) \
-        if settings.sign_loans_requests else None
+    signer = (
+        SigV4Signer(boto3.session.Session().get_credentials, settings.region) if settings.sign_loans_requests else None
+    )
     http_client = HttpLoansClient(
         settings.loans_api_url,
         http or cast(HttpRequester, urllib3.PoolManager(maxsize=20)),
@@ -61,7 +70,11 @@ def build_service(settings: OrchestratorSettings, metrics: Metrics, http: HttpRe
     )
 
 
-def build(settings: OrchestratorSettings, metrics: Metrics, http: HttpRequester | None = None,
-          sleep: Callable[[float], None] = time.sleep) -> problems.Handler:
+def build(
+    settings: OrchestratorSettings,
+    metrics: Metrics,
+    http: HttpRequester | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> problems.Handler:
     """An API Gateway proxy handler for the orchestrator."""
     return problems.guarded(create_app(build_service(settings, metrics, http, sleep)))

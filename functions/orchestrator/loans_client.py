@@ -45,8 +45,9 @@ class LoansClient(Protocol):
 class HttpRequester(Protocol):
     """What HttpLoansClient needs of urllib3.PoolManager (tests may pass an in-process double)."""
 
-    def request(self, method: str, url: str, body: bytes | None = ..., headers: dict[str, str] | None = ...,
-                **kwargs: Any) -> Any: ...
+    def request(
+        self, method: str, url: str, body: bytes | None = ..., headers: dict[str, str] | None = ..., **kwargs: Any
+    ) -> Any: ...
 
 
 class SigV4Signer:
@@ -67,8 +68,9 @@ class SigV4Signer:
 class HttpLoansClient:
     """LoansClient over HTTP(S) with per-attempt timeouts and no hidden retries."""
 
-    def __init__(self, base_url: str, http: HttpRequester, timeout: urllib3.Timeout,
-                 signer: SigV4Signer | None = None) -> None:
+    def __init__(
+        self, base_url: str, http: HttpRequester, timeout: urllib3.Timeout, signer: SigV4Signer | None = None
+    ) -> None:
         self._base_url = base_url.rstrip("/")
         self._http = http
         self._timeout = timeout

@@ -65,13 +65,22 @@ class RetryingLoansClient:
                 return self._inner.send(request)
             except TransientLoansError as error:
                 if attempt == self._policy.attempts:
-                    logger.warning("loans-api unavailable after every attempt",
-                                   extra={"path": request.path, "attempts": attempt, "error": str(error)})
+                    logger.warning(
+                        "loans-api unavailable after every attempt",
+                        extra={"path": request.path, "attempts": attempt, "error": str(error)},
+                    )
                     break
                 delay = self._policy.delay(attempt, self._random())
-                logger.info("transient loans-api failure, retrying",
-                            extra={"path": request.path, "attempt": attempt, "delay_s": round(delay, 3),
-                                   "error": str(error), "idempotency_key": request.idempotency_key})
+                logger.info(
+                    "transient loans-api failure, retrying",
+                    extra={
+                        "path": request.path,
+                        "attempt": attempt,
+                        "delay_s": round(delay, 3),
+                        "error": str(error),
+                        "idempotency_key": request.idempotency_key,
+                    },
+                )
                 self._sleep(delay)
         raise UpstreamUnavailable(
             f"loans-api did not answer after {self._policy.attempts} attempts; retrying this request is safe "

@@ -16,6 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.orchestrator import keys
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.views import actions, render_json
+from shared import metric_names as names
 from shared import state_machine
 from shared.applier import EventApplier
 from shared.control_record import ControlRecord, new_control_record
@@ -105,8 +106,9 @@ class JourneyService:
         record = self._step(record, lambda: self._loans.create_simulation(journey_id, nonce, amount, term_months))
         body = render_json(record)
         if agent_key is not None:
-            stored = self._store.put_receipt(Receipt(agent_key.scope, agent_key.request_hash, 200, body),
-                                             self._expiry(self._clock()))
+            stored = self._store.put_receipt(
+                Receipt(agent_key.scope, agent_key.request_hash, 200, body), self._expiry(self._clock())
+            )
             if stored.body != body:
                 return self._replay(stored.replay_for(agent_key.request_hash))
         return Result(200, body)
@@ -131,7 +133,7 @@ class JourneyService:
         if acceptance is None:
             raise StoreContention(f"journey {journey_id} is accepted without an acceptance; retry")
         record = self._step(record, lambda: self._loans.create_disbursement(journey_id, acceptance.acceptanceId))
-        self._metrics.add_metric(name="Disbursements", unit=MetricUnit.Count, value=1)
+        self._metrics.add_metric(name=names.DISBURSEMENTS, unit=MetricUnit.Count, value=1)
         return Result(200, render_json(record))
 
     def cancel(self, journey_id: str) -> Result:
@@ -143,8 +145,9 @@ class JourneyService:
         record = self._compensate_acceptance(record)
         simulation = record.simulation
         if simulation is not None:
-            record = self._step(record, lambda: self._loans.cancel_simulation(journey_id, simulation.simulationId),
-                                compensation=True)
+            record = self._step(
+                record, lambda: self._loans.cancel_simulation(journey_id, simulation.simulationId), compensation=True
+            )
         if record.currentState != "cancelled":
             record = self._mark_cancelled(record)
         logger.info("journey cancelled", extra={"journey_id": journey_id})
@@ -172,9 +175,16 @@ class JourneyService:
             raise IllegalTransition(error.detail, actions(current)) from error
         decision = self._applier.apply(event, current=record)
         if compensation:
-            self._metrics.add_metric(name="Compensations", unit=MetricUnit.Count, value=1)
-        logger.info("event applied by reply", extra={"journey_id": record.journeyId, "event_type": event.type,
-                                                     "seq": event.seq, "outcome": decision.outcome.value})
+            self._metrics.add_metric(name=names.COMPENSATIONS, unit=MetricUnit.Count, value=1)
+        logger.info(
+            "event applied by reply",
+            extra={
+                "journey_id": record.journeyId,
+                "event_type": event.type,
+                "seq": event.seq,
+                "outcome": decision.outcome.value,
+            },
+        )
         return decision.record
 
     def _mark_cancelled(self, record: ControlRecord) -> ControlRecord:
@@ -182,8 +192,14 @@ class JourneyService:
             if record.currentState == "cancelled":
                 return record
             now = self._clock()
-            cancelled = record.model_copy(update={"currentState": "cancelled", "version": record.version + 1,
-                                                  "updatedAt": now, "stateEnteredAt": now})
+            cancelled = record.model_copy(
+                update={
+                    "currentState": "cancelled",
+                    "version": record.version + 1,
+                    "updatedAt": now,
+                    "stateEnteredAt": now,
+                }
+            )
             if self._store.replace(cancelled, expected_version=record.version):
                 return cancelled
             record = self._require(record.journeyId, "cancel")
@@ -203,7 +219,7 @@ class JourneyService:
         return Result(200, render_json(record), replayed=True)
 
     def _replay(self, receipt: Receipt) -> Result:
-        self._metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
+        self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
         return Result(receipt.status, receipt.body, replayed=True)
 
     def _expiry(self, now: datetime) -> int:

@@ -38,14 +38,24 @@ class DynamoJourneyStore(DynamoControlRecordStore):
     def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None:
         """Create the record (and the receipt that records its creation, in one transaction).
         Returns the existing receipt instead when the key was already used."""
-        put_record = {"Put": {"TableName": self._table, "Item": control_item(record),
-                              "ConditionExpression": "attribute_not_exists(pk)"}}
+        put_record = {
+            "Put": {
+                "TableName": self._table,
+                "Item": control_item(record),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
         if receipt is None:
             self._client.transact_write_items(TransactItems=[put_record])
             return None
-        put_receipt = {"Put": {"TableName": self._table, "Item": _receipt_item(receipt, expires_at),
-                               "ConditionExpression": "attribute_not_exists(pk)",
-                               "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
+        put_receipt = {
+            "Put": {
+                "TableName": self._table,
+                "Item": _receipt_item(receipt, expires_at),
+                "ConditionExpression": "attribute_not_exists(pk)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
         try:
             self._client.transact_write_items(TransactItems=[put_receipt, put_record])
         except ClientError as error:
@@ -67,8 +77,11 @@ class DynamoJourneyStore(DynamoControlRecordStore):
     def put_receipt(self, receipt: Receipt, expires_at: int) -> Receipt:
         """Record `receipt` unless the key already has one; returns the receipt that stands."""
         try:
-            self._client.put_item(TableName=self._table, Item=_receipt_item(receipt, expires_at),
-                                  ConditionExpression="attribute_not_exists(pk)")
+            self._client.put_item(
+                TableName=self._table,
+                Item=_receipt_item(receipt, expires_at),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
         except ClientError as error:
             if error_code(error) != "ConditionalCheckFailedException":
                 raise

@@ -15,8 +15,10 @@ def journey_href(journey_id: str) -> str:
 
 
 def actions(record: ControlRecord) -> list[dict[str, Any]]:
-    return [asdict(action) for action in state_machine.available_actions(record.currentState,
-                                                                         journey_href(record.journeyId))]
+    return [
+        asdict(action)
+        for action in state_machine.available_actions(record.currentState, journey_href(record.journeyId))
+    ]
 
 
 def render(record: ControlRecord) -> dict[str, Any]:

@@ -20,22 +20,25 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _relay(settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime],
-           publisher: EventPublisher | None = None) -> tuple[OutboxRelay, DynamoOutboxStore]:
-    store = DynamoOutboxStore(aws.client("dynamodb", settings.region, settings.aws_endpoint_url),
-                              settings.loans_table_name)
-    publisher = publisher or SnsPublisher(aws.client("sns", settings.region, settings.aws_endpoint_url),
-                                          settings.events_topic_arn)
+def _relay(
+    settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime], publisher: EventPublisher | None = None
+) -> tuple[OutboxRelay, DynamoOutboxStore]:
+    store = DynamoOutboxStore(
+        aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.loans_table_name
+    )
+    publisher = publisher or SnsPublisher(
+        aws.client("sns", settings.region, settings.aws_endpoint_url), settings.events_topic_arn
+    )
     return OutboxRelay(publisher, store, metrics, clock, settings.notified_ttl_seconds), store
 
 
-def build_stream_handler(settings: RelaySettings, metrics: Metrics,
-                         publisher: EventPublisher | None = None) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def build_stream_handler(
+    settings: RelaySettings, metrics: Metrics, publisher: EventPublisher | None = None
+) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     relay, _ = _relay(settings, metrics, utc_now, publisher)
     return StreamRelay(relay).handle
 
 
-def build_sweeper(settings: RelaySettings, metrics: Metrics,
-                  clock: Callable[[], datetime] = utc_now) -> OutboxSweeper:
+def build_sweeper(settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime] = utc_now) -> OutboxSweeper:
     relay, store = _relay(settings, metrics, clock)
     return OutboxSweeper(relay, store, metrics, clock, settings.sweep_threshold_seconds, settings.sweep_max_per_run)

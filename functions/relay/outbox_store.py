@@ -45,8 +45,13 @@ class DynamoOutboxStore:
                 ConditionExpression="#status = :pending",
                 ExpressionAttributeNames={"#status": "status", "#shard": PENDING_SHARD_ATTRIBUTE},
                 ExpressionAttributeValues=to_item(
-                    {":notified": outbox.NOTIFIED, ":pending": outbox.PENDING, ":now": published_at.isoformat(),
-                     ":expires": expires_at, ":one": 1}
+                    {
+                        ":notified": outbox.NOTIFIED,
+                        ":pending": outbox.PENDING,
+                        ":now": published_at.isoformat(),
+                        ":expires": expires_at,
+                        ":one": 1,
+                    }
                 ),
             )
         except ClientError as error:

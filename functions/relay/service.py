@@ -12,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.relay.outbox_store import OutboxStore
 from functions.relay.publisher import EventPublisher
+from shared import metric_names as names
 from shared.events import LoanEvent
 
 logger = Logger(child=True)
@@ -21,8 +22,14 @@ class OutboxRelay:
     """Publish, then mark. A crash between the two republishes later: at-least-once by design, and
     harmless because the consumer's apply is idempotent."""
 
-    def __init__(self, publisher: EventPublisher, store: OutboxStore, metrics: Metrics,
-                 clock: Callable[[], datetime], notified_ttl_seconds: int) -> None:
+    def __init__(
+        self,
+        publisher: EventPublisher,
+        store: OutboxStore,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        notified_ttl_seconds: int,
+    ) -> None:
         self._publisher = publisher
         self._store = store
         self._metrics = metrics
@@ -40,11 +47,11 @@ class OutboxRelay:
                 logger.warning("publish failed", extra={"event_id": event.eventId, "reason": failed[event.eventId]})
                 continue
             age_ms = max(0.0, (now - event.occurredAt).total_seconds() * 1000)
-            self._metrics.add_metric(name="OutboxAgeAtPublishMs", unit=MetricUnit.Milliseconds, value=age_ms)
+            self._metrics.add_metric(name=names.OUTBOX_AGE_AT_PUBLISH_MS, unit=MetricUnit.Milliseconds, value=age_ms)
         published = len(events) - len(failed)
-        self._metrics.add_metric(name="EventsPublished", unit=MetricUnit.Count, value=published)
+        self._metrics.add_metric(name=names.EVENTS_PUBLISHED, unit=MetricUnit.Count, value=published)
         if failed:
-            self._metrics.add_metric(name="PublishFailures", unit=MetricUnit.Count, value=len(failed))
+            self._metrics.add_metric(name=names.PUBLISH_FAILURES, unit=MetricUnit.Count, value=len(failed))
         return failed
 
     def mark(self, event: LoanEvent) -> None:
@@ -65,8 +72,15 @@ class OutboxSweeper:
     """Finds PENDING events older than the threshold (stream outage, relay bug, records past the
     stream's 24 h retention) and sends them through the relay again. Bounded work per run."""
 
-    def __init__(self, relay: OutboxRelay, store: OutboxStore, metrics: Metrics, clock: Callable[[], datetime],
-                 threshold_seconds: float, max_per_run: int) -> None:
+    def __init__(
+        self,
+        relay: OutboxRelay,
+        store: OutboxStore,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        threshold_seconds: float,
+        max_per_run: int,
+    ) -> None:
         self._relay = relay
         self._store = store
         self._metrics = metrics
@@ -79,8 +93,10 @@ class OutboxSweeper:
         oldest = self._store.oldest_pending(self._max_per_run)
         pending = self._store.count_pending()
         oldest_age = max(((now - p.event.occurredAt).total_seconds() for p in oldest), default=0.0)
-        self._metrics.add_metric(name="PendingOutboxCount", unit=MetricUnit.Count, value=pending)
-        self._metrics.add_metric(name="OldestPendingOutboxAgeSeconds", unit=MetricUnit.Seconds, value=oldest_age)
+        self._metrics.add_metric(name=names.PENDING_OUTBOX_COUNT, unit=MetricUnit.Count, value=pending)
+        self._metrics.add_metric(
+            name=names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, unit=MetricUnit.Seconds, value=oldest_age
+        )
         stale = [p.event for p in oldest if (now - p.event.occurredAt).total_seconds() >= self._threshold]
         failed = self._relay.publish(stale)
         for event in stale:

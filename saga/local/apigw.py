@@ -19,8 +19,9 @@ class HttpResponse:
     body: bytes
 
 
-def proxy_event(method: str, raw_path: str, headers: Mapping[str, str], body: bytes | None,
-                stage: str = "local") -> dict[str, Any]:
+def proxy_event(
+    method: str, raw_path: str, headers: Mapping[str, str], body: bytes | None, stage: str = "local"
+) -> dict[str, Any]:
     """The REST API (v1) proxy event for one request. Resource matching is left to the app's
     resolver, as API Gateway's `{proxy+}` resource does."""
     parts = urlsplit(raw_path)

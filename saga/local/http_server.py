@@ -23,8 +23,14 @@ class ApiServer:
     """Serves `handler` on host:port. `health` (when given) must say True for GET /health to reach
     the handler; otherwise the server answers 503 itself, naming the parts that are down."""
 
-    def __init__(self, name: str, handler: ProxyHandler, host: str, port: int,
-                 health: Callable[[], dict[str, bool]] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        handler: ProxyHandler,
+        host: str,
+        port: int,
+        health: Callable[[], dict[str, bool]] | None = None,
+    ) -> None:
         self.name = name
         outer = self
 
@@ -80,8 +86,14 @@ class ApiServer:
             parts = self._health()
             if not all(parts.values()):
                 down = sorted(name for name, up in parts.items() if not up)
-                payload = {"type": "urn:loan-saga:problem:unhealthy", "title": "Not ready", "status": 503,
-                           "detail": f"down: {', '.join(down)}", "retryable": True, "parts": parts}
+                payload = {
+                    "type": "urn:loan-saga:problem:unhealthy",
+                    "title": "Not ready",
+                    "status": 503,
+                    "detail": f"down: {', '.join(down)}",
+                    "retryable": True,
+                    "parts": parts,
+                }
                 self._write(request, 503, {"Content-Type": "application/problem+json"}, json.dumps(payload).encode())
                 return
         event = proxy_event(request.command, request.path, dict(request.headers.items()), body)

@@ -40,8 +40,9 @@ def _check(backend: DynamoDBBackend, op_type: str, op: dict[str, Any], key: dict
     if condition is None:
         return None, None, None
     current = backend.get_item(op["TableName"], key)
-    expression = get_filter_expression(condition, op.get("ExpressionAttributeNames"),
-                                       op.get("ExpressionAttributeValues"))
+    expression = get_filter_expression(
+        condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+    )
     if expression.expr(current):
         return None, None, None
     old = None
@@ -58,8 +59,13 @@ def _write(backend: DynamoDBBackend, op_type: str, op: dict[str, Any], key: dict
     elif op_type == "Delete":
         backend.delete_item(op["TableName"], key)
     elif op_type == "Update":
-        backend.update_item(op["TableName"], key, update_expression=op["UpdateExpression"],
-                            expression_attribute_names=names, expression_attribute_values=values)
+        backend.update_item(
+            op["TableName"],
+            key,
+            update_expression=op["UpdateExpression"],
+            expression_attribute_names=names,
+            expression_attribute_values=values,
+        )
 
 
 def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:

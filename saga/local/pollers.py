@@ -32,9 +32,17 @@ def _failed_ids(handler: BatchHandler, event: dict[str, Any], function_name: str
 class StreamPoller:
     """Reads every shard of a DynamoDB stream and delivers batches to `handler`."""
 
-    def __init__(self, streams: Any, stream_arn: str, handler: BatchHandler, function_name: str = "relay",
-                 batch_size: int = 100, max_retries: int = 3, bisect_on_error: bool = True,
-                 on_failure: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        streams: Any,
+        stream_arn: str,
+        handler: BatchHandler,
+        function_name: str = "relay",
+        batch_size: int = 100,
+        max_retries: int = 3,
+        bisect_on_error: bool = True,
+        on_failure: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self._streams = streams
         self._arn = stream_arn
         self._handler = handler
@@ -95,11 +103,17 @@ class StreamPoller:
         sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in batch]
         logger.error("stream batch exhausted its retries", extra={"sequence_numbers": sequence_numbers})
         if self._on_failure is not None:
-            self._on_failure({
-                "requestContext": {"condition": "RetryAttemptsExhausted", "functionError": errored},
-                "DDBStreamBatchInfo": {"streamArn": self._arn, "startSequenceNumber": sequence_numbers[0],
-                                       "endSequenceNumber": sequence_numbers[-1], "batchSize": len(batch)},
-            })
+            self._on_failure(
+                {
+                    "requestContext": {"condition": "RetryAttemptsExhausted", "functionError": errored},
+                    "DDBStreamBatchInfo": {
+                        "streamArn": self._arn,
+                        "startSequenceNumber": sequence_numbers[0],
+                        "endSequenceNumber": sequence_numbers[-1],
+                        "batchSize": len(batch),
+                    },
+                }
+            )
 
 
 class SqsPoller:
@@ -107,8 +121,16 @@ class SqsPoller:
     `redelivery_seconds`, when set, shortens a failed message's visibility (locally, so a failure
     comes back in seconds rather than after the queue's full visibility timeout)."""
 
-    def __init__(self, sqs: Any, queue_url: str, queue_arn: str, handler: BatchHandler,
-                 function_name: str = "consumer", batch_size: int = 10, redelivery_seconds: int | None = None) -> None:
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        queue_arn: str,
+        handler: BatchHandler,
+        function_name: str = "consumer",
+        batch_size: int = 10,
+        redelivery_seconds: int | None = None,
+    ) -> None:
         self._sqs = sqs
         self._url = queue_url
         self._arn = queue_arn
@@ -120,8 +142,11 @@ class SqsPoller:
     def poll_once(self) -> int:
         # Short polls only: a long poll would hold the local endpoint while it waits.
         messages = self._sqs.receive_message(
-            QueueUrl=self._url, MaxNumberOfMessages=self._batch_size, WaitTimeSeconds=0,
-            AttributeNames=["All"], MessageAttributeNames=["All"],
+            QueueUrl=self._url,
+            MaxNumberOfMessages=self._batch_size,
+            WaitTimeSeconds=0,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
         ).get("Messages", [])
         if not messages:
             return 0
@@ -137,8 +162,9 @@ class SqsPoller:
         if self._redelivery is not None:
             for message in messages:
                 if message["MessageId"] in failed:
-                    self._sqs.change_message_visibility(QueueUrl=self._url, ReceiptHandle=message["ReceiptHandle"],
-                                                        VisibilityTimeout=self._redelivery)
+                    self._sqs.change_message_visibility(
+                        QueueUrl=self._url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=self._redelivery
+                    )
         return len(messages)
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -149,8 +175,12 @@ class SqsPoller:
             "body": message["Body"],
             "attributes": attributes,
             "messageAttributes": {
-                name: {"stringValue": value.get("StringValue"), "dataType": value.get("DataType", "String"),
-                       "stringListValues": [], "binaryListValues": []}
+                name: {
+                    "stringValue": value.get("StringValue"),
+                    "dataType": value.get("DataType", "String"),
+                    "stringListValues": [],
+                    "binaryListValues": [],
+                }
                 for name, value in message.get("MessageAttributes", {}).items()
             },
             "md5OfBody": message.get("MD5OfBody", ""),

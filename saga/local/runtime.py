@@ -74,24 +74,33 @@ class LocalRuntime:
         self._moto = MotoServer(c.host, c.aws_port).start()
         resources = self.resources = provision(self._moto.url, c.region)
         endpoint = resources.endpoint_url
-        self._probe = aws.client("dynamodb", c.region, endpoint,
-                                 aws.AwsCallBudget(connect_timeout=0.5, read_timeout=1.0, max_attempts=1))
+        self._probe = aws.client(
+            "dynamodb", c.region, endpoint, aws.AwsCallBudget(connect_timeout=0.5, read_timeout=1.0, max_attempts=1)
+        )
         metrics = Metrics(namespace="LoanSaga", service="saga-local")
 
         loans = loans_bootstrap.build(
             LoansSettings(region=c.region, aws_endpoint_url=endpoint, loans_table_name=resources.loans_table), metrics
         )
-        loans_server = ApiServer("loans-api", _with_metrics_flushed(loans, metrics), c.host, c.loans_port,
-                                 health=self.health).start()
+        loans_server = ApiServer(
+            "loans-api", _with_metrics_flushed(loans, metrics), c.host, c.loans_port, health=self.health
+        ).start()
         self._servers.append(loans_server)
         orchestrator = orchestrator_bootstrap.build(
-            OrchestratorSettings(region=c.region, aws_endpoint_url=endpoint,
-                                 journeys_table_name=resources.journeys_table,
-                                 loans_api_url=c.loans_api_url or loans_server.url),
+            OrchestratorSettings(
+                region=c.region,
+                aws_endpoint_url=endpoint,
+                journeys_table_name=resources.journeys_table,
+                loans_api_url=c.loans_api_url or loans_server.url,
+            ),
             metrics,
         )
-        self._servers.insert(0, ApiServer("orchestrator", _with_metrics_flushed(orchestrator, metrics), c.host, c.port,
-                                          health=self.health).start())
+        self._servers.insert(
+            0,
+            ApiServer(
+                "orchestrator", _with_metrics_flushed(orchestrator, metrics), c.host, c.port, health=self.health
+            ).start(),
+        )
         self._start_pollers(resources, metrics)
         self._ready.set()
         return self
@@ -99,27 +108,38 @@ class LocalRuntime:
     def _start_pollers(self, resources: LocalResources, metrics: Metrics) -> None:
         c = self.config
         endpoint = resources.endpoint_url
-        relay_settings = RelaySettings(region=c.region, aws_endpoint_url=endpoint,
-                                       loans_table_name=resources.loans_table, events_topic_arn=resources.topic_arn,
-                                       sweep_threshold_seconds=c.sweep_threshold_seconds)
+        relay_settings = RelaySettings(
+            region=c.region,
+            aws_endpoint_url=endpoint,
+            loans_table_name=resources.loans_table,
+            events_topic_arn=resources.topic_arn,
+            sweep_threshold_seconds=c.sweep_threshold_seconds,
+        )
         sqs = aws.client("sqs", c.region, endpoint)
 
         def to_relay_failures(record: dict[str, Any]) -> None:
             sqs.send_message(QueueUrl=resources.relay_failures_url, MessageBody=json.dumps(record))
 
         stream = StreamPoller(
-            aws.client("dynamodbstreams", c.region, endpoint), resources.loans_stream_arn,
+            aws.client("dynamodbstreams", c.region, endpoint),
+            resources.loans_stream_arn,
             _with_metrics_flushed(relay_bootstrap.build_stream_handler(relay_settings, metrics), metrics),
             on_failure=to_relay_failures,
         )
-        queue_arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url,
-                                             AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
         consumer = consumer_bootstrap.build(
             ConsumerSettings(region=c.region, aws_endpoint_url=endpoint, journeys_table_name=resources.journeys_table),
             metrics,
         )
-        events = SqsPoller(sqs, resources.events_queue_url, queue_arn, _with_metrics_flushed(consumer, metrics),
-                           redelivery_seconds=c.redelivery_seconds)
+        events = SqsPoller(
+            sqs,
+            resources.events_queue_url,
+            queue_arn,
+            _with_metrics_flushed(consumer, metrics),
+            redelivery_seconds=c.redelivery_seconds,
+        )
         sweeper = relay_bootstrap.build_sweeper(relay_settings, metrics)
 
         def sweep() -> int:

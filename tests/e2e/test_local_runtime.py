@@ -44,8 +44,9 @@ def test_the_backstop_alone_applies_the_event_when_road_one_is_cut(system, clean
     clean_proxy.add_toxic(LOANS_PROXY, "limit_data", stream="downstream", bytes=0)
     # When the agent simulates
     started = time.monotonic()
-    status, problem = system.api("POST", f"/journeys/{record['journeyId']}/simulate",
-                                 {"amount": 5000, "termMonths": 12})
+    status, problem = system.api(
+        "POST", f"/journeys/{record['journeyId']}/simulate", {"amount": 5000, "termMonths": 12}
+    )
     elapsed = time.monotonic() - started
     # Then it is told to retry after the whole schedule, and loans-api committed exactly once
     assert status == 503
@@ -53,6 +54,7 @@ def test_the_backstop_alone_applies_the_event_when_road_one_is_cut(system, clean
     assert elapsed > 12
     truth = system.truth(record["journeyId"])
     assert len(truth["simulations"]) == 1
+
     # And road 2 alone brings the Control Record to the truth
     def applied():
         _, current = system.api("GET", f"/journeys/{record['journeyId']}")
@@ -118,8 +120,13 @@ def test_status_exits_non_zero_when_the_system_is_unreachable():
     from subprocess import run
     from sys import executable
 
-    done = run([executable, "-m", "saga.cli", "status", "--endpoint-url", f"http://127.0.0.1:{free_port()}"],
-               capture_output=True, text=True, timeout=60, check=False)
+    done = run(
+        [executable, "-m", "saga.cli", "status", "--endpoint-url", f"http://127.0.0.1:{free_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode != 0
     assert "cannot reach" in done.stderr
 

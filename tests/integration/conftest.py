@@ -64,21 +64,28 @@ def sleeps() -> list[float]:
 
 @pytest.fixture
 def orchestrator_settings(resources: LocalResources) -> OrchestratorSettings:
-    return OrchestratorSettings(aws_endpoint_url=resources.endpoint_url, journeys_table_name=resources.journeys_table,
-                                loans_api_url="http://loans-api.invalid")
+    return OrchestratorSettings(
+        aws_endpoint_url=resources.endpoint_url,
+        journeys_table_name=resources.journeys_table,
+        loans_api_url="http://loans-api.invalid",
+    )
 
 
 @pytest.fixture
 def orchestrator(orchestrator_settings: OrchestratorSettings, loans_http: InProcessHttp, sleeps) -> ApiClient:
-    handler = orchestrator_bootstrap.build(orchestrator_settings, quiet_metrics("orchestrator"), http=loans_http,
-                                           sleep=sleeps.append)
+    handler = orchestrator_bootstrap.build(
+        orchestrator_settings, quiet_metrics("orchestrator"), http=loans_http, sleep=sleeps.append
+    )
     return ApiClient(handler, name="orchestrator")
 
 
 @pytest.fixture
 def relay_settings(resources: LocalResources) -> RelaySettings:
-    return RelaySettings(aws_endpoint_url=resources.endpoint_url, loans_table_name=resources.loans_table,
-                         events_topic_arn=resources.topic_arn)
+    return RelaySettings(
+        aws_endpoint_url=resources.endpoint_url,
+        loans_table_name=resources.loans_table,
+        events_topic_arn=resources.topic_arn,
+    )
 
 
 @pytest.fixture
@@ -104,7 +111,8 @@ def stream_poller(resources: LocalResources, relay_settings: RelaySettings, sqs)
 
 @pytest.fixture
 def sqs_poller(resources: LocalResources, consumer_settings: ConsumerSettings, sqs) -> SqsPoller:
-    arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url,
-                                   AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"))
     return SqsPoller(sqs, resources.events_queue_url, arn, handler, redelivery_seconds=0)

@@ -47,7 +47,8 @@ def proxied(upstream):
 
 def get(url: str, read_timeout: float = 5.0):
     return urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=2, read=read_timeout)).request(
-        "GET", url + "/x")
+        "GET", url + "/x"
+    )
 
 
 def test_without_toxics_traffic_passes(proxied):

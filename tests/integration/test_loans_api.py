@@ -29,8 +29,9 @@ def simulate(api: ApiClient, key: str, amount: int = 10000, term: int = 36, jour
 
 def accepted_journey(api: ApiClient) -> tuple[dict, dict]:
     simulation = json_of(simulate(api, "k-sim"))
-    acceptance = json_of(api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": simulation["simulationId"]},
-                                  key="k-acc"))
+    acceptance = json_of(
+        api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": simulation["simulationId"]}, key="k-acc")
+    )
     return simulation, acceptance
 
 
@@ -122,8 +123,9 @@ def test_one_disbursement_per_journey_even_with_a_fresh_key_and_no_receipt(loans
     first = loans_api.post("/disbursements", body, key=f"{JOURNEY}:disbursement")
     assert first.status == 201
     # When the receipt is gone (expired) and a fresh key asks again
-    dynamodb.delete_item(TableName=resources.loans_table,
-                         Key=to_item({"pk": f"RECEIPT#{JOURNEY}:disbursement", "sk": "RECEIPT"}))
+    dynamodb.delete_item(
+        TableName=resources.loans_table, Key=to_item({"pk": f"RECEIPT#{JOURNEY}:disbursement", "sk": "RECEIPT"})
+    )
     second = loans_api.post("/disbursements", body, key="a-fresh-key")
     replay_without_receipt = loans_api.post("/disbursements", body, key=f"{JOURNEY}:disbursement")
     # Then both are refused: the domain itself allows one disbursement, ever
@@ -155,19 +157,26 @@ def test_seq_grows_by_one_per_event_and_each_command_has_one_outbox_item(loans_a
     # Given a journey walked through every command
     first = json_of(simulate(loans_api, "s1"))
     second = json_of(simulate(loans_api, "s2", amount=5000))
-    acc = json_of(loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": second["simulationId"]},
-                                 key="a1"))
+    acc = json_of(
+        loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": second["simulationId"]}, key="a1")
+    )
     loans_api.post(f"/acceptances/{acc['acceptanceId']}/cancel", key="ac1")
     third = json_of(simulate(loans_api, "s3", amount=7000))
-    acc2 = json_of(loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": third["simulationId"]},
-                                  key="a2"))
+    acc2 = json_of(
+        loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": third["simulationId"]}, key="a2")
+    )
     loans_api.post("/disbursements", {"journeyId": JOURNEY, "acceptanceId": acc2["acceptanceId"]}, key="d1")
     # Then the events are numbered 1..7 without gaps, one per committed command
     truth = json_of(loans_api.get(f"/journeys/{JOURNEY}"))
     assert [e["seq"] for e in truth["events"]] == list(range(1, 8))
     assert [e["type"] for e in truth["events"]] == [
-        "SimulationCreated", "SimulationCreated", "AcceptanceCreated", "AcceptanceCancelled",
-        "SimulationCreated", "AcceptanceCreated", "LoanDisbursed",
+        "SimulationCreated",
+        "SimulationCreated",
+        "AcceptanceCreated",
+        "AcceptanceCancelled",
+        "SimulationCreated",
+        "AcceptanceCreated",
+        "LoanDisbursed",
     ]
     receipts = [i for i in scan(dynamodb, resources.loans_table) if i["sk"] == "RECEIPT"]
     assert len(receipts) == 7

@@ -139,8 +139,13 @@ def test_the_full_journey_with_re_simulations_and_a_compensated_acceptance(orche
     assert disbursed["availableActions"] == []
     facts = truth(loans_http, jid)
     assert [e["type"] for e in facts["events"]] == [
-        "SimulationCreated", "SimulationCreated", "AcceptanceCreated", "AcceptanceCancelled",
-        "SimulationCreated", "AcceptanceCreated", "LoanDisbursed",
+        "SimulationCreated",
+        "SimulationCreated",
+        "AcceptanceCreated",
+        "AcceptanceCancelled",
+        "SimulationCreated",
+        "AcceptanceCreated",
+        "LoanDisbursed",
     ]
     assert disbursed["lastAppliedSeq"] == facts["seq"] == 7
     assert disbursed["version"] == 7
@@ -215,8 +220,15 @@ def test_disburse_with_a_lost_reply_disburses_once(orchestrator, loans_http):
 
 @pytest.mark.parametrize(
     ("state", "name"),
-    [("created", "accept"), ("created", "disburse"), ("simulated", "disburse"), ("disbursed", "simulate"),
-     ("disbursed", "cancel"), ("cancelled", "simulate"), ("cancelled", "accept")],
+    [
+        ("created", "accept"),
+        ("created", "disburse"),
+        ("simulated", "disburse"),
+        ("disbursed", "simulate"),
+        ("disbursed", "cancel"),
+        ("cancelled", "simulate"),
+        ("cancelled", "accept"),
+    ],
 )
 def test_illegal_commands_are_409_with_the_available_actions(orchestrator, state, name):
     journey = new_journey(orchestrator)
@@ -296,8 +308,14 @@ def test_health_and_openapi(orchestrator):
     assert json_of(orchestrator.get("/health")) == {"status": "ok"}
     document = json_of(orchestrator.get("/openapi.json"))
     operations = {op["operationId"] for path in document["paths"].values() for op in path.values()}
-    assert {"createJourney", "getJourney", "simulateLoan", "acceptSimulation", "disburseLoan",
-            "cancelJourney"} <= operations
+    assert {
+        "createJourney",
+        "getJourney",
+        "simulateLoan",
+        "acceptSimulation",
+        "disburseLoan",
+        "cancelJourney",
+    } <= operations
     simulate_op = document["paths"]["/journeys/{journey_id}/simulate"]["post"]
     assert any(p["name"].lower() == "idempotency-key" and p["in"] == "header" for p in simulate_op["parameters"])
     assert {"409", "503"} <= set(simulate_op["responses"])
@@ -311,6 +329,7 @@ def test_a_body_that_is_not_json_is_415(orchestrator, content_type):
 
 
 def test_json_with_a_charset_or_no_content_type_is_accepted(orchestrator):
-    charset = orchestrator.request("POST", "/journeys", {"customerId": "c"},
-                                   headers={"Content-Type": "application/json; charset=utf-8"})
+    charset = orchestrator.request(
+        "POST", "/journeys", {"customerId": "c"}, headers={"Content-Type": "application/json; charset=utf-8"}
+    )
     assert charset.status == 201

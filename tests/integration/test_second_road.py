@@ -43,8 +43,13 @@ def test_road_one_lost_the_backstop_alone_brings_the_record_to_the_truth(
 ):
     # Given a journey, and loans-api committing a simulation whose reply never reached the orchestrator
     journey = new_journey(orchestrator)
-    reply = json_of(loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000,
-                                                    "termMonths": 12}, key="crashed-orchestrator"))
+    reply = json_of(
+        loans_api.post(
+            "/simulations",
+            {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12},
+            key="crashed-orchestrator",
+        )
+    )
     assert record_of(orchestrator, journey)["version"] == 0
     # When road 2 runs: stream record -> relay -> SNS -> SQS -> consumer
     drain(stream_poller, sqs_poller)
@@ -106,8 +111,9 @@ def test_relay_crash_between_publish_and_mark_republishes_and_the_consumer_dedup
 
     sqs_poller._handler = counting
     journey = new_journey(orchestrator)
-    reply = json_of(loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000,
-                                                    "termMonths": 12}, key="k"))
+    reply = json_of(
+        loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}, key="k")
+    )
     # When road 2 runs
     drain(stream_poller, sqs_poller)
     # Then the event was published twice, applied once, and the item ends NOTIFIED
@@ -123,11 +129,15 @@ def journey_events(orchestrator, loans_api) -> tuple[dict, list[LoanEvent]]:
     journey = new_journey(orchestrator)
     jid = journey["journeyId"]
     replies = [json_of(loans_api.post("/simulations", {"journeyId": jid, "amount": 5000, "termMonths": 12}, key="s1"))]
-    replies.append(json_of(loans_api.post("/acceptances", {"journeyId": jid,
-                                                           "simulationId": replies[0]["simulationId"]}, key="a1")))
+    replies.append(
+        json_of(
+            loans_api.post("/acceptances", {"journeyId": jid, "simulationId": replies[0]["simulationId"]}, key="a1")
+        )
+    )
     replies.append(json_of(loans_api.post(f"/acceptances/{replies[1]['acceptanceId']}/cancel", key="ac1")))
-    replies.append(json_of(loans_api.post("/simulations", {"journeyId": jid, "amount": 8000, "termMonths": 24},
-                                          key="s2")))
+    replies.append(
+        json_of(loans_api.post("/simulations", {"journeyId": jid, "amount": 8000, "termMonths": 24}, key="s2"))
+    )
     return journey, [LoanEvent.model_validate(r["event"]) for r in replies]
 
 
@@ -223,8 +233,9 @@ def test_the_relay_ignores_everything_but_outbox_inserts(orchestrator, loans_api
     assert queue_depth(sqs, resources.events_queue_url) == 4
 
 
-def test_a_cancelled_transaction_leaves_no_phantom_in_the_stream(orchestrator, loans_api, stream_poller, sqs,
-                                                                 resources):
+def test_a_cancelled_transaction_leaves_no_phantom_in_the_stream(
+    orchestrator, loans_api, stream_poller, sqs, resources
+):
     # Given a committed simulation, its replay (a transaction cancelled on the receipt) and a later commit
     journey = new_journey(orchestrator)
     body = {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}

@@ -101,8 +101,9 @@ def test_5xx_and_transport_failures_are_transient(outcome):
 
 
 def test_a_4xx_is_returned_with_its_problem_and_the_replay_header_is_read():
-    reply = HttpLoansClient("http://loans", Requester(FakeHttpResponse(409, b'{"detail":"no"}', {})),
-                            urllib3.Timeout(1, 1)).send(REQUEST)
+    reply = HttpLoansClient(
+        "http://loans", Requester(FakeHttpResponse(409, b'{"detail":"no"}', {})), urllib3.Timeout(1, 1)
+    ).send(REQUEST)
     assert (reply.status, reply.body, reply.replayed) == (409, {"detail": "no"}, False)
     replayed = HttpLoansClient(
         "http://loans", Requester(FakeHttpResponse(201, b"{}", {"Idempotent-Replayed": "true"})), urllib3.Timeout(1, 1)

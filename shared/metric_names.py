@@ -1,0 +1,26 @@
+"""Metric names and the services that emit them: what the code writes and the dashboard reads."""
+
+from __future__ import annotations
+
+NAMESPACE = "LoanSaga"
+
+# Powertools service names (the `service` dimension of every metric).
+LOANS_API = "loans-api"
+ORCHESTRATOR = "orchestrator"
+RELAY = "relay"
+SWEEPER = "sweeper"
+CONSUMER = "consumer"
+
+COMMANDS_COMMITTED = "CommandsCommitted"
+IDEMPOTENT_REPLAYS = "IdempotentReplays"
+COMPENSATIONS = "Compensations"
+DISBURSEMENTS = "Disbursements"
+EVENTS_PUBLISHED = "EventsPublished"
+PUBLISH_FAILURES = "PublishFailures"
+OUTBOX_AGE_AT_PUBLISH_MS = "OutboxAgeAtPublishMs"
+PENDING_OUTBOX_COUNT = "PendingOutboxCount"
+OLDEST_PENDING_OUTBOX_AGE_SECONDS = "OldestPendingOutboxAgeSeconds"
+EVENTS_APPLIED = "EventsApplied"
+EVENTS_DEDUPLICATED = "EventsDeduplicated"
+EVENTS_SKIPPED = "EventsSkipped"
+EVENTS_FAILED = "EventsFailed"
