@@ -29,6 +29,10 @@ typecheck: install
 test: lint typecheck ## ruff, mypy and the whole test suite
 	$(BIN)/pytest
 
+synth: install ## synthesize the stack offline (no packaging), run cdk-nag and cfn-lint
+	CDK_OUTDIR=cdk.out $(BIN)/python -c "import aws_cdk as cdk; from app import build_app; build_app(cdk.App(context={'skipBundling': 'true'}))[0].synth()"
+	$(BIN)/cfn-lint cdk.out/LoanSaga.template.json
+
 unit: install
 	$(BIN)/pytest tests/unit
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""CDK entry for `cdk deploy` / `cdk synth`.
+
+Context flags: `-c dev=true` for a stack that can be torn down (tables and logs are destroyed with it);
+`-c skipBundling=true` to synthesize without packaging (offline; what `make synth` and the tests do);
+`-c stackName=NAME` to deploy more than one copy."""
+
+from __future__ import annotations
+
+import os
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from infra.stack import LoanSagaStack
+
+
+def _flag(app: cdk.App, name: str) -> bool:
+    return str(app.node.try_get_context(name)).lower() == "true"
+
+
+def build_app(app: cdk.App | None = None) -> tuple[cdk.App, LoanSagaStack]:
+    app = app or cdk.App()
+    if _flag(app, "skipBundling"):
+        # Synthesize without packaging code or dependencies: offline and fast (tests, `make synth`).
+        app.node.set_context("aws:cdk:bundling-stacks", [])
+    dev = _flag(app, "dev")
+    stack = LoanSagaStack(
+        app,
+        str(app.node.try_get_context("stackName") or "LoanSaga"),
+        dev=dev,
+        env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
+        description="Orchestrated loan-journey saga: agent-safe retries, atomic receipts, transactional outbox",
+    )
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack
+
+
+if __name__ == "__main__":
+    build_app()[0].synth()

@@ -1,0 +1,91 @@
+"""The five Lambda functions: one code asset, one dependencies layer, Powertools configured by
+environment, X-Ray active, JSON logs with a retention, timeouts that fit the retry budget."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import packaging
+from shared import metric_names as names
+from shared.tables import CONSUMER_TIMEOUT_SECONDS
+
+# API Gateway gives up after 29 s; the orchestrator's worst case (tests/unit/test_retry.py) fits
+# under 28 s, and the function must not outlive the integration.
+ORCHESTRATOR_TIMEOUT = Duration.seconds(28)
+# loans-api answers within the orchestrator's per-attempt read timeout in normal operation; the
+# function limit only bounds a stuck invocation.
+LOANS_API_TIMEOUT = Duration.seconds(10)
+RELAY_TIMEOUT = Duration.seconds(30)
+SWEEPER_TIMEOUT = Duration.seconds(60)
+CONSUMER_TIMEOUT = Duration.seconds(CONSUMER_TIMEOUT_SECONDS)
+
+
+class SagaFunctions(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, log_retention: logs.RetentionDays, dev: bool) -> None:
+        super().__init__(scope, construct_id)
+        self._code = packaging.app_code()
+        self._layer = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=packaging.dependencies_code(),
+            compatible_runtimes=[packaging.RUNTIME],
+            compatible_architectures=[packaging.ARCHITECTURE],
+            description="Runtime dependencies of the loan saga (pip, manylinux arm64 wheels)",
+        )
+        self._retention = log_retention
+        self._removal = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN
+        self.loans_api = self._function(
+            "LoansApi", names.LOANS_API, "functions.loans_api.handler.lambda_handler", LOANS_API_TIMEOUT, 512
+        )
+        self.orchestrator = self._function(
+            "Orchestrator",
+            names.ORCHESTRATOR,
+            "functions.orchestrator.handler.lambda_handler",
+            ORCHESTRATOR_TIMEOUT,
+            512,
+        )
+        self.relay = self._function("Relay", names.RELAY, "functions.relay.handler.lambda_handler", RELAY_TIMEOUT, 256)
+        self.sweeper = self._function(
+            "Sweeper", names.SWEEPER, "functions.relay.handler.sweeper_handler", SWEEPER_TIMEOUT, 256
+        )
+        self.consumer = self._function(
+            "Consumer", names.CONSUMER, "functions.consumer.handler.lambda_handler", CONSUMER_TIMEOUT, 256
+        )
+
+    def _function(
+        self, construct_id: str, service: str, handler: str, timeout: Duration, memory: int
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=self._retention, removal_policy=self._removal)
+        # An explicit role: it may write to its own log group and nothing else until granted more.
+        role = iam.Role(
+            self,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"loan saga {service} function",
+        )
+        log_group.grant_write(role)
+        return lambda_.Function(
+            self,
+            construct_id,
+            runtime=packaging.RUNTIME,
+            architecture=packaging.ARCHITECTURE,
+            code=self._code,
+            handler=handler,
+            layers=[self._layer],
+            timeout=timeout,
+            memory_size=memory,
+            tracing=lambda_.Tracing.ACTIVE,
+            logging_format=lambda_.LoggingFormat.JSON,
+            log_group=log_group,
+            role=role,
+            environment={
+                "POWERTOOLS_SERVICE_NAME": service,
+                "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+            },
+            description=f"loan saga: {service}",
+        )

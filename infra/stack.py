@@ -1,0 +1,106 @@
+"""The stack only composes constructs, one per concern, and wires who may do what (grant* only)."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.apis import ProxyApi
+from infra.data import DataTables
+from infra.event_sources import EventSources
+from infra.functions import SagaFunctions
+from infra.messaging import Messaging
+from infra.nag import acknowledge
+from infra.observability import Observability, Watched
+from shared import tables
+
+
+class LoanSagaStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, dev: bool = False, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
+        data = DataTables(self, "Data", dev=dev)
+        messaging = Messaging(self, "Messaging")
+        fns = SagaFunctions(self, "Functions", log_retention=retention, dev=dev)
+        loans_api = ProxyApi(
+            self,
+            "LoansApi",
+            function=fns.loans_api,
+            log_retention=retention,
+            description="loans-api: the system of record (internal: only the orchestrator calls it)",
+        )
+        orchestrator_api = ProxyApi(
+            self,
+            "OrchestratorApi",
+            function=fns.orchestrator,
+            log_retention=retention,
+            description="The loan journey orchestrator: the agent-facing API",
+        )
+
+        # Who may do what.
+        data.loans.grant_read_write_data(fns.loans_api)
+        data.journeys.grant_read_write_data(fns.orchestrator)
+        data.journeys.grant_read_write_data(fns.consumer)
+        for outbox_worker in (fns.relay, fns.sweeper):
+            data.loans.grant_read_write_data(outbox_worker)
+            messaging.topic.grant_publish(outbox_worker)
+        loans_api.grant_invoke(fns.orchestrator)
+
+        fns.loans_api.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
+        fns.orchestrator.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
+        fns.orchestrator.add_environment("LOANS_API_URL", loans_api.api.url.rstrip("/"))
+        fns.orchestrator.add_environment("SIGN_LOANS_REQUESTS", "true")
+        fns.consumer.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
+        for outbox_worker in (fns.relay, fns.sweeper):
+            outbox_worker.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
+            outbox_worker.add_environment("EVENTS_TOPIC_ARN", messaging.topic.topic_arn)
+
+        EventSources(
+            self,
+            "EventSources",
+            loans_table=data.loans,
+            relay=fns.relay,
+            relay_failures=messaging.relay_failures,
+            queue=messaging.queue,
+            consumer=fns.consumer,
+            sweeper=fns.sweeper,
+        )
+        functions = {
+            "orchestrator": fns.orchestrator,
+            "loans-api": fns.loans_api,
+            "relay": fns.relay,
+            "sweeper": fns.sweeper,
+            "consumer": fns.consumer,
+        }
+        self.observability = Observability(
+            self, "Observability", key=messaging.key,
+            watched=Watched(functions=functions, apis={"orchestrator": orchestrator_api, "loans": loans_api},
+                            queue=messaging.queue, dlq=messaging.dlq, relay_failures=messaging.relay_failures,
+                            relay=fns.relay),
+        )  # fmt: skip
+
+        # The policy an agent's role attaches to call the orchestrator (and nothing else).
+        agent_policy = iam.ManagedPolicy(
+            self,
+            "AgentInvokePolicy",
+            statements=[orchestrator_api.invoke_statement()],
+            description="Lets an AI agent's role call the loan journey orchestrator",
+        )
+        outputs = {
+            tables.OUTPUT_ORCHESTRATOR_URL: orchestrator_api.api.url,
+            tables.OUTPUT_LOANS_API_URL: loans_api.api.url,
+            tables.OUTPUT_LOANS_TABLE: data.loans.table_name,
+            tables.OUTPUT_JOURNEYS_TABLE: data.journeys.table_name,
+            tables.OUTPUT_EVENTS_TOPIC: messaging.topic.topic_arn,
+            tables.OUTPUT_EVENTS_QUEUE: messaging.queue.queue_url,
+            tables.OUTPUT_EVENTS_DLQ: messaging.dlq.queue_url,
+            tables.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
+            tables.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
+            "DashboardName": self.observability.dashboard.dashboard_name,
+            "AlarmTopicArn": self.observability.alarm_topic.topic_arn,
+        }
+        for key, value in outputs.items():
+            CfnOutput(self, key, value=value)
+        acknowledge(self, data.loans, loans_api.api, orchestrator_api.api, messaging.relay_failures)

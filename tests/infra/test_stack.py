@@ -1,0 +1,349 @@
+"""The CDK stack, synthesized once per session (offline, without packaging), checked point by point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra import packaging
+from infra.nag import ALL_REASONS
+from saga.local.resources import table_definition
+from shared import metric_names as names
+from shared import tables
+from shared.tables import EVENTS_DLQ, EVENTS_QUEUE, JOURNEYS_TABLE, LOANS_TABLE
+
+
+def synth(tmp: Path, **context: str) -> tuple[cdk.App, Any]:
+    from app import build_app
+
+    app = cdk.App(outdir=str(tmp), context={"skipBundling": "true", **context})
+    app, stack = build_app(app)
+    app.synth()  # runs cdk-nag: raises on any unacknowledged finding
+    return app, stack
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory) -> tuple[Template, Path]:
+    out = tmp_path_factory.mktemp("cdk.out")
+    _, stack = synth(out)
+    return Template.from_stack(stack), out
+
+
+@pytest.fixture(scope="session")
+def template(synthesized) -> Template:
+    found: Template = synthesized[0]
+    return found
+
+
+@pytest.fixture(scope="session")
+def resources(template) -> dict[str, Any]:
+    return dict(template.to_json()["Resources"])
+
+
+def of_type(resources: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {k: v for k, v in resources.items() if v["Type"] == kind}
+
+
+def by_logical_prefix(resources: dict[str, Any], kind: str, prefix: str) -> dict[str, Any]:
+    [(_, found)] = [(k, v) for k, v in of_type(resources, kind).items() if k.startswith(prefix)]
+    return dict(found["Properties"])
+
+
+# -- data ------------------------------------------------------------------------------------
+
+
+def test_tables_are_on_demand_recoverable_protected_and_expire_by_ttl(resources):
+    for table in of_type(resources, "AWS::DynamoDB::Table").values():
+        properties = table["Properties"]
+        assert properties["BillingMode"] == "PAY_PER_REQUEST"
+        assert properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+        assert properties["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+        assert properties["DeletionProtectionEnabled"] is True
+        assert table["DeletionPolicy"] == "Retain"
+
+
+def test_the_loans_table_streams_new_images_and_has_the_sparse_pending_index(resources):
+    loans = by_logical_prefix(resources, "AWS::DynamoDB::Table", "DataLoansTable")
+    assert loans["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    [index] = loans["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == tables.PENDING_INDEX
+    assert [k["AttributeName"] for k in index["KeySchema"]] == ["pendingShard", "eventId"]
+
+
+@pytest.mark.parametrize("spec", [LOANS_TABLE, JOURNEYS_TABLE], ids=lambda s: s.logical_id)
+def test_local_and_cdk_table_definitions_agree(resources, spec):
+    cfn = by_logical_prefix(resources, "AWS::DynamoDB::Table", f"Data{spec.logical_id}")
+    local = table_definition(spec, spec.local_name)
+    assert sorted(cfn["KeySchema"], key=str) == sorted(local["KeySchema"], key=str)
+    assert sorted(cfn["AttributeDefinitions"], key=str) == sorted(local["AttributeDefinitions"], key=str)
+    assert [(i["IndexName"], i["KeySchema"], i["Projection"]) for i in cfn.get("GlobalSecondaryIndexes", [])] == [
+        (i["IndexName"], i["KeySchema"], i["Projection"]) for i in local.get("GlobalSecondaryIndexes", [])
+    ]
+    assert ("StreamSpecification" in cfn) == ("StreamSpecification" in local)
+
+
+def test_a_dev_stack_can_be_torn_down(tmp_path):
+    _, stack = synth(tmp_path, dev="true", stackName="LoanSagaDev")
+    dev = Template.from_stack(stack).to_json()["Resources"]
+    for table in of_type(dev, "AWS::DynamoDB::Table").values():
+        assert table["DeletionPolicy"] == "Delete"
+        assert table["Properties"]["DeletionProtectionEnabled"] is False
+
+
+# -- messaging -------------------------------------------------------------------------------
+
+
+def queue(resources, spec) -> dict[str, Any]:
+    return by_logical_prefix(resources, "AWS::SQS::Queue", f"Messaging{spec.logical_id}")
+
+
+def test_events_queue_redrives_to_the_dlq_after_3_receives(resources):
+    policy = queue(resources, EVENTS_QUEUE)["RedrivePolicy"]
+    assert policy["maxReceiveCount"] == 3
+    assert "MessagingEventsDlq" in json.dumps(policy["deadLetterTargetArn"])
+    assert queue(resources, EVENTS_DLQ)["MessageRetentionPeriod"] == 14 * 24 * 3600
+
+
+def test_visibility_timeout_is_at_least_6x_the_consumers_timeout(resources):
+    consumer = by_logical_prefix(resources, "AWS::Lambda::Function", "FunctionsConsumer")
+    assert queue(resources, EVENTS_QUEUE)["VisibilityTimeout"] >= 6 * consumer["Timeout"]
+
+
+def test_topic_is_encrypted_ssl_only_and_delivers_raw_to_the_queue(template, resources):
+    topic = by_logical_prefix(resources, "AWS::SNS::Topic", "MessagingEventsTopic")
+    assert "KmsMasterKeyId" in topic
+    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "sqs", "RawMessageDelivery": True})
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {"PolicyDocument": {"Statement": Match.array_with([Match.object_like(
+            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}},
+    )  # fmt: skip
+    for properties in (q["Properties"] for q in of_type(resources, "AWS::SQS::Queue").values()):
+        assert properties["SqsManagedSseEnabled"] is True
+
+
+# -- functions and event sources --------------------------------------------------------------
+
+
+def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powertools(resources):
+    functions = of_type(resources, "AWS::Lambda::Function")
+    assert len(functions) == 5
+    for function in (f["Properties"] for f in functions.values()):
+        assert function["Runtime"] == "python3.14"
+        assert function["Architectures"] == ["arm64"]
+        assert function["TracingConfig"] == {"Mode": "Active"}
+        assert function["LoggingConfig"]["LogFormat"] == "JSON"
+        assert function["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == names.NAMESPACE
+        assert function["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+        assert len(function["Layers"]) == 1
+    for log_group in of_type(resources, "AWS::Logs::LogGroup").values():
+        assert log_group["Properties"]["RetentionInDays"] > 0
+
+
+def test_the_orchestrator_fits_api_gateways_29_seconds(resources):
+    orchestrator = by_logical_prefix(resources, "AWS::Lambda::Function", "FunctionsOrchestrator")
+    assert orchestrator["Timeout"] < 29
+    assert orchestrator["Environment"]["Variables"]["SIGN_LOANS_REQUESTS"] == "true"
+
+
+def test_the_stream_feeds_the_relay_only_outbox_inserts_with_partial_failures(template):
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BisectBatchOnFunctionError": True,
+            "MaximumRetryAttempts": Match.any_value(),
+            "MaximumRecordAgeInSeconds": 86400,
+            "DestinationConfig": {"OnFailure": {"Destination": Match.any_value()}},
+            "FilterCriteria": {"Filters": [{"Pattern": json.dumps(
+                {"eventName": ["INSERT"], "dynamodb": {"Keys": {"sk": {"S": [{"prefix": "EVENT#"}]}}}},
+                separators=(",", ":"))}]},
+        },
+    )  # fmt: skip
+
+
+def test_the_queue_feeds_the_consumer_with_partial_failures_and_bounded_concurrency(template):
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BatchSize": 10,
+            "ScalingConfig": {"MaximumConcurrency": Match.any_value()},
+        },
+    )
+
+
+def test_the_sweeper_runs_on_a_schedule(template):
+    template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
+
+
+# -- APIs and IAM ----------------------------------------------------------------------------
+
+
+def test_every_api_method_requires_iam_and_a_request_validator(resources):
+    methods = of_type(resources, "AWS::ApiGateway::Method")
+    assert len(methods) == 4
+    for method in methods.values():
+        assert method["Properties"]["AuthorizationType"] == "AWS_IAM"
+        assert "RequestValidatorId" in method["Properties"]
+
+
+def test_stages_log_access_throttle_and_trace(resources):
+    stages = of_type(resources, "AWS::ApiGateway::Stage")
+    assert len(stages) == 2
+    for stage in (s["Properties"] for s in stages.values()):
+        assert "DestinationArn" in stage["AccessLogSetting"]
+        assert stage["TracingEnabled"] is True
+        assert stage["MethodSettings"][0]["ThrottlingRateLimit"] > 0
+
+
+def statements(resources) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for name, resource in resources.items():
+        if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            found += [(name, s) for s in resource["Properties"]["PolicyDocument"]["Statement"]]
+    return found
+
+
+def test_no_policy_grants_wildcard_actions(resources):
+    for name, statement in statements(resources):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert all(action != "*" and not action.endswith(":*") for action in actions), (name, actions)
+
+
+def test_only_the_orchestrator_may_invoke_loans_api_and_agents_get_only_the_orchestrator(resources):
+    invokers = {name for name, s in statements(resources) if "execute-api:Invoke" in json.dumps(s["Action"])
+                and "LoansApi" in json.dumps(s["Resource"])}  # fmt: skip
+    assert len(invokers) == 1
+    assert next(iter(invokers)).startswith("FunctionsOrchestratorRole")
+    agent = by_logical_prefix(resources, "AWS::IAM::ManagedPolicy", "AgentInvokePolicy")
+    [statement] = agent["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "execute-api:Invoke"
+    assert "OrchestratorApi" in json.dumps(statement["Resource"])
+
+
+def test_roles_write_only_their_own_logs_without_managed_policies(resources):
+    for role in of_type(resources, "AWS::IAM::Role").values():
+        assert "ManagedPolicyArns" not in role["Properties"]
+
+
+# -- observability ---------------------------------------------------------------------------
+
+
+def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
+    [dashboard] = of_type(resources, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for needle in (names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, names.OUTBOX_AGE_AT_PUBLISH_MS,
+                   names.PENDING_OUTBOX_COUNT, "ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
+                   "IteratorAge", names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_FAILED,
+                   names.IDEMPOTENT_REPLAYS, names.COMPENSATIONS, "5XXError", "4XXError", "Latency", "Throttles",
+                   "Duration"):  # fmt: skip
+        assert needle in body, needle
+
+
+@pytest.mark.parametrize(
+    ("metric", "threshold"),
+    [
+        ("ApproximateNumberOfMessagesVisible", 0),
+        (names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, 300),
+        ("IteratorAge", 60000),
+        ("5XXError", 0.01),
+        ("Errors", 0),
+    ],
+)
+def test_alarms_notify_the_alarm_topic(template, metric, threshold):
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "MetricName": metric,
+            "Threshold": threshold,
+            "ComparisonOperator": "GreaterThanThreshold",
+            "AlarmActions": [{"Ref": Match.string_like_regexp("ObservabilityAlarmTopic")}],
+        },
+    )
+
+
+def test_every_alarm_exists(resources):
+    alarms = set(of_type(resources, "AWS::CloudWatch::Alarm"))
+    for expected in ("EventsDlqNotEmpty", "RelayFailuresNotEmpty", "OutboxTooOld", "StreamIteratorAge",
+                     "orchestrator5xxRate", "loans5xxRate", "orchestratorErrors", "loansapiErrors"):  # fmt: skip
+        assert any(name.startswith(f"Observability{expected}") for name in alarms), expected
+
+
+def test_outputs_name_everything_the_ops_cli_reads(template):
+    outputs = template.to_json()["Outputs"]
+    for key in (tables.OUTPUT_ORCHESTRATOR_URL, tables.OUTPUT_LOANS_API_URL, tables.OUTPUT_LOANS_TABLE,
+                tables.OUTPUT_JOURNEYS_TABLE, tables.OUTPUT_EVENTS_QUEUE, tables.OUTPUT_EVENTS_DLQ,
+                tables.OUTPUT_RELAY_FAILURES, tables.OUTPUT_AGENT_POLICY, tables.OUTPUT_EVENTS_TOPIC):  # fmt: skip
+        assert key in outputs
+
+
+# -- checks and packaging ----------------------------------------------------------------------
+
+
+def test_every_nag_acknowledgement_gives_a_real_reason():
+    for rule, reason in ALL_REASONS.items():
+        assert rule.startswith("AwsSolutions::AwsSolutions-")
+        assert len(reason) > 60, rule
+
+
+def test_cfn_lint_passes(synthesized):
+    _, out = synthesized
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    # Run from the project root, where .cfnlintrc.yaml lists (and explains) the ignored rules.
+    done = subprocess.run([str(cfn_lint), str(out / "LoanSaga.template.json")], capture_output=True, text=True,
+                          check=False, cwd=packaging.ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_code_asset_holds_importable_handlers(tmp_path):
+    # Given the code asset as local bundling lays it out
+    packaging.copy_app(tmp_path)
+    handlers = ["functions.loans_api.handler", "functions.orchestrator.handler", "functions.relay.handler",
+                "functions.consumer.handler"]  # fmt: skip
+    # When a fresh interpreter imports every handler from the asset alone (dependencies from the venv)
+    code = (
+        f"import importlib, sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
+        f"for name in {handlers!r}:\n"
+        "    module = importlib.import_module(name)\n"
+        f"    assert module.__file__.startswith({str(tmp_path)!r}), module.__file__\n"
+        "    assert callable(getattr(module, 'lambda_handler'))\n"
+        "print('ok')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd="/")
+    # Then each one imports, from the asset
+    assert done.stdout.strip() == "ok", done.stderr
+    assert not list(tmp_path.rglob("*.pyc"))
+
+
+def test_dependencies_are_installed_for_arm64_lambda_from_wheels_only():
+    command = packaging.pip_command(Path("/tmp/layer/python"))
+    assert command[command.index("--platform") + 1] == "manylinux2014_aarch64"
+    assert "--only-binary=:all:" in command
+    assert command[command.index("--python-version") + 1] == packaging.PYTHON_VERSION
+    assert any(requirement.startswith("aws-lambda-powertools") for requirement in command)
+    assert not any(requirement.startswith("boto3") for requirement in command)
+
+
+def test_cdk_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path):
+    from aws_cdk import aws_sqs as sqs
+
+    from app import build_app
+
+    # Given the stack plus one queue that breaks the AWS Solutions rules (no DLQ, no SSL, no encryption)
+    app, stack = build_app(cdk.App(outdir=str(tmp_path), context={"skipBundling": "true"}))
+    sqs.Queue(stack, "Careless", encryption=sqs.QueueEncryption.UNENCRYPTED)
+    # When it is synthesized, Then synthesis fails and names the rule
+    with pytest.raises(Exception, match="ValidationFailed") as failed:
+        app.synth()
+    # (an acknowledgement scoped to another queue does not cover this one)
+    for rule in ("AwsSolutions-SQS2", "AwsSolutions-SQS3", "AwsSolutions-SQS4"):
+        assert rule in str(failed.value)
+    assert "LoanSaga/Careless" in str(failed.value)
