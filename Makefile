@@ -39,5 +39,11 @@ unit: install
 integration: install
 	$(BIN)/pytest tests/integration
 
+e2e: install
+	$(BIN)/pytest tests/e2e
+
+chaos: install ## faults at real boundaries (also part of `make test`)
+	$(BIN)/pytest -s tests/chaos
+
 clean:
 	rm -rf $(VENV) cdk.out .mypy_cache .ruff_cache .pytest_cache .hypothesis

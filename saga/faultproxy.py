@@ -3,7 +3,10 @@ API, so the chaos tests run against it here and against a real Toxiproxy where o
 
 Supported: proxies (create, read, update enabled/upstream, delete), toxics `latency`, `timeout`,
 `reset_peer` and `limit_data` on the `upstream` or `downstream` stream with a `toxicity`
-(probability, drawn once per connection), and `POST /reset`.
+(probability), and `POST /reset`. One difference from Toxiproxy, on purpose: Toxiproxy draws a
+toxic's toxicity once per connection, so with HTTP keep-alive a connection that drew "no fault"
+stays clean for every later request; here it is drawn again per request/response exchange (a
+request after a reply), so `toxicity: 0.2` means about one request in five.
 
 "The write committed, and the response was lost" is a downstream `limit_data` with `bytes: 0`: the
 request reaches the server in full; the connection closes when the first byte of the reply comes."""
@@ -41,6 +44,8 @@ class Toxic:
     stream: str = "downstream"
     toxicity: float = 1.0
     attributes: dict[str, Any] = field(default_factory=dict)
+    # Not in Toxiproxy's API (its clients ignore it): how many times the toxic struck.
+    applied: int = 0
 
     def attribute(self, name: str, default: float = 0) -> float:
         return float(self.attributes.get(name, default))
@@ -52,6 +57,14 @@ class _Connection:
         self.upstream = upstream
         self.closed = asyncio.Event()
         self.draws: dict[str, bool] = {}
+        self.last_stream: str | None = None
+
+    def saw(self, stream: str) -> None:
+        """Track the direction of traffic: a request after a reply starts a new exchange, and the
+        toxics' toxicity is drawn again (see the module docstring)."""
+        if stream == "upstream" and self.last_stream == "downstream":
+            self.draws.clear()
+        self.last_stream = stream
 
     def close(self, reset: bool = False) -> None:
         if self.closed.is_set():
@@ -143,6 +156,7 @@ class Proxy:
                 break
             if not data:
                 break
+            connection.saw(stream)
             for toxic in self._active(stream, connection):
                 if not await self._apply(toxic, data, sent, writer, connection):
                     return
@@ -158,6 +172,7 @@ class Proxy:
         self, toxic: Toxic, data: bytes, sent: int, writer: asyncio.StreamWriter, connection: _Connection
     ) -> bool:
         """Apply one toxic to a chunk; False when the connection is finished."""
+        toxic.applied += 1
         if toxic.type == "latency":
             jitter = toxic.attribute("jitter")
             await asyncio.sleep(max(0.0, toxic.attribute("latency") + random.uniform(-jitter, jitter)) / 1000)
@@ -376,6 +391,9 @@ class ToxiproxyClient:
             "attributes": attributes,
         }
         return dict(self._call("POST", f"/proxies/{proxy}/toxics", body))
+
+    def toxic(self, proxy: str, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/proxies/{proxy}/toxics/{name}"))
 
     def remove_toxic(self, proxy: str, name: str) -> None:
         self._call("DELETE", f"/proxies/{proxy}/toxics/{name}")

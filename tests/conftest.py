@@ -15,6 +15,7 @@ os.environ.update(
         "POWERTOOLS_SERVICE_NAME": "tests",
         "POWERTOOLS_LOG_LEVEL": "WARNING",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_DISABLED": "true",
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
     }
 )
@@ -33,16 +34,10 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def system():
     """`saga local` in a subprocess (one per session), loans-api behind the fault proxy."""
-    from tests.system import LOANS_PROXY, start_system, stop_local
+    from tests.system import running_system
 
-    running, own_proxy = start_system()
-    yield running
-    assert running.process is not None
-    exit_code = stop_local(running.process)
-    running.toxiproxy.delete_proxy(LOANS_PROXY)
-    if own_proxy is not None:
-        own_proxy.stop()
-    assert exit_code == 0, "saga local did not stop cleanly on SIGINT"
+    with running_system() as running:
+        yield running
 
 
 @pytest.fixture

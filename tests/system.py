@@ -3,6 +3,7 @@ proxy between the orchestrator and loans-api. Shared by the e2e and chaos suites
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,3 +162,18 @@ def start_system() -> tuple[System, FaultProxyServer | None]:
         api_port, loans_port, aws_port, loans_api_url=f"http://127.0.0.1:{proxy_port}"
     )
     return system, own
+
+
+@contextlib.contextmanager
+def running_system() -> Iterator[System]:
+    """A fresh system for the duration of the block; asserts it stops cleanly on SIGINT."""
+    system, own_proxy = start_system()
+    try:
+        yield system
+    finally:
+        assert system.process is not None
+        exit_code = stop_local(system.process)
+        system.toxiproxy.delete_proxy(LOANS_PROXY)
+        if own_proxy is not None:
+            own_proxy.stop()
+    assert exit_code == 0, "saga local did not stop cleanly on SIGINT"

@@ -20,15 +20,17 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def sns_publisher(settings: RelaySettings) -> SnsPublisher:
+    return SnsPublisher(aws.client("sns", settings.region, settings.aws_endpoint_url), settings.events_topic_arn)
+
+
 def _relay(
     settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime], publisher: EventPublisher | None = None
 ) -> tuple[OutboxRelay, DynamoOutboxStore]:
     store = DynamoOutboxStore(
         aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.loans_table_name
     )
-    publisher = publisher or SnsPublisher(
-        aws.client("sns", settings.region, settings.aws_endpoint_url), settings.events_topic_arn
-    )
+    publisher = publisher or sns_publisher(settings)
     return OutboxRelay(publisher, store, metrics, clock, settings.notified_ttl_seconds), store
 
 

@@ -92,7 +92,8 @@ class OutboxSweeper:
         now = self._clock()
         oldest = self._store.oldest_pending(self._max_per_run)
         pending = self._store.count_pending()
-        oldest_age = max(((now - p.event.occurredAt).total_seconds() for p in oldest), default=0.0)
+        # An event committed while this sweep runs is younger than `now`: its age is 0, not negative.
+        oldest_age = max((max(0.0, (now - p.event.occurredAt).total_seconds()) for p in oldest), default=0.0)
         self._metrics.add_metric(name=names.PENDING_OUTBOX_COUNT, unit=MetricUnit.Count, value=pending)
         self._metrics.add_metric(
             name=names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, unit=MetricUnit.Seconds, value=oldest_age

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import urllib3
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
@@ -49,6 +50,10 @@ class MotoServer:
     def start(self) -> MotoServer:
         self._thread.start()
         return self
+
+    def reset(self) -> None:
+        """Forget every resource (moto's backends are shared by the whole process)."""
+        urllib3.request("POST", f"{self.url}/moto-api/reset")
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,10 +20,11 @@ from functions.loans_api.settings import LoansSettings
 from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
+from functions.relay.publisher import EventPublisher
 from functions.relay.settings import RelaySettings
 from saga.local.http_server import ApiServer, ProxyHandler
 from saga.local.moto_server import MotoServer
-from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
+from saga.local.pollers import BatchHandler, PollingLoop, SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws
 
@@ -43,6 +45,15 @@ class RuntimeConfig:
     sweep_threshold_seconds: float = 60.0
     # A failed message comes back after this long locally (the queue's own timeout in AWS).
     redelivery_seconds: int = 1
+    # Fault-injection hooks for the chaos suite (in-process runtimes only): wrap the relay's publisher
+    # (e.g. die between publish and mark) or the consumer's batch handler (e.g. die mid-batch).
+    relay_publisher_wrapper: Callable[[EventPublisher], EventPublisher] | None = None
+    consumer_wrapper: Callable[[BatchHandler], BatchHandler] | None = None
+
+
+def _flush(metrics: Metrics) -> None:
+    if metrics.metric_set:
+        metrics.flush_metrics()
 
 
 def _with_metrics_flushed(handler: ProxyHandler, metrics: Metrics) -> ProxyHandler:
@@ -52,7 +63,7 @@ def _with_metrics_flushed(handler: ProxyHandler, metrics: Metrics) -> ProxyHandl
         try:
             return handler(event, context)
         finally:
-            metrics.flush_metrics(raise_on_empty_metrics=False)
+            _flush(metrics)
 
     return invoke
 
@@ -72,6 +83,7 @@ class LocalRuntime:
     def start(self) -> LocalRuntime:
         c = self.config
         self._moto = MotoServer(c.host, c.aws_port).start()
+        self._moto.reset()  # a fresh start: moto's state is per process, not per server
         resources = self.resources = provision(self._moto.url, c.region)
         endpoint = resources.endpoint_url
         self._probe = aws.client(
@@ -120,10 +132,14 @@ class LocalRuntime:
         def to_relay_failures(record: dict[str, Any]) -> None:
             sqs.send_message(QueueUrl=resources.relay_failures_url, MessageBody=json.dumps(record))
 
+        publisher: EventPublisher = relay_bootstrap.sns_publisher(relay_settings)
+        if c.relay_publisher_wrapper is not None:
+            publisher = c.relay_publisher_wrapper(publisher)
+        relay = relay_bootstrap.build_stream_handler(relay_settings, metrics, publisher)
         stream = StreamPoller(
             aws.client("dynamodbstreams", c.region, endpoint),
             resources.loans_stream_arn,
-            _with_metrics_flushed(relay_bootstrap.build_stream_handler(relay_settings, metrics), metrics),
+            _with_metrics_flushed(relay, metrics),
             on_failure=to_relay_failures,
         )
         queue_arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])[
@@ -133,6 +149,8 @@ class LocalRuntime:
             ConsumerSettings(region=c.region, aws_endpoint_url=endpoint, journeys_table_name=resources.journeys_table),
             metrics,
         )
+        if c.consumer_wrapper is not None:
+            consumer = c.consumer_wrapper(consumer)
         events = SqsPoller(
             sqs,
             resources.events_queue_url,
@@ -144,7 +162,7 @@ class LocalRuntime:
 
         def sweep() -> int:
             sweeper.sweep()
-            metrics.flush_metrics(raise_on_empty_metrics=False)
+            _flush(metrics)
             return 0
 
         self._loops = [

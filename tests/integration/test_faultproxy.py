@@ -98,3 +98,18 @@ def test_control_api_errors(proxied):
     with pytest.raises(ProxyError) as missing:
         client.remove_toxic("up", "nope")
     assert missing.value.status == 404
+
+
+def test_toxicity_is_drawn_per_exchange_on_a_kept_alive_connection(proxied):
+    client, url = proxied
+    client.add_toxic("up", "limit_data", stream="downstream", toxicity=0.5, bytes=0)
+    pool = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=2, read=5), maxsize=1)
+    outcomes = []
+    for _ in range(60):
+        try:
+            pool.request("GET", url + "/x")
+            outcomes.append(True)
+        except urllib3.exceptions.ProtocolError:
+            outcomes.append(False)
+    # Both outcomes happen many times, though a surviving connection is reused
+    assert 10 < outcomes.count(False) < 50
