@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -137,17 +137,29 @@ class JourneyService:
         return Result(200, render_json(record))
 
     def cancel(self, journey_id: str) -> Result:
-        """Compensations in reverse order: the acceptance, then the simulation, then the record."""
+        """Compensations in reverse order: the acceptance, then the simulation, then the record.
+
+        What to compensate is read from loans-api's truth, not from the record: the record may be
+        behind (a reply lost on every attempt, the backstop not there yet), and cancelling only what
+        the record knows would leave a committed simulation active behind a cancelled journey."""
         record = self.get(journey_id)
         if state_machine.is_settled(record.currentState, "cancel"):
             return self._settled(record)
         record = self._require(journey_id, "cancel", record)
-        record = self._compensate_acceptance(record)
-        simulation = record.simulation
-        if simulation is not None:
-            record = self._step(
-                record, lambda: self._loans.cancel_simulation(journey_id, simulation.simulationId), compensation=True
-            )
+        truth = self._loans.journey_truth(journey_id)
+        if truth is not None:
+            if truth.get("disbursement") is not None:
+                raise IllegalTransition(f"journey {journey_id} was disbursed: it cannot be cancelled", [])
+            acceptance_id = _active(truth.get("acceptances", []), "acceptanceId")
+            if acceptance_id is not None:
+                record = self._step(
+                    record, lambda: self._loans.cancel_acceptance(journey_id, acceptance_id), compensation=True
+                )
+            simulation_id = _active(truth.get("simulations", []), "simulationId")
+            if simulation_id is not None:
+                record = self._step(
+                    record, lambda: self._loans.cancel_simulation(journey_id, simulation_id), compensation=True
+                )
         if record.currentState != "cancelled":
             record = self._mark_cancelled(record)
         logger.info("journey cancelled", extra={"journey_id": journey_id})
@@ -224,3 +236,8 @@ class JourneyService:
 
     def _expiry(self, now: datetime) -> int:
         return int(now.timestamp()) + self._receipt_ttl
+
+
+def _active(entities: list[dict[str, Any]], id_field: str) -> str | None:
+    """The id of the ACTIVE entity among loans-api's simulations or acceptances, if any."""
+    return next((str(e[id_field]) for e in entities if e.get("status") == "ACTIVE"), None)

@@ -178,11 +178,11 @@ def test_cancel_from_every_non_terminal_state(orchestrator, loans_http, state):
 
 
 def test_a_compensation_that_fails_leaves_a_consistent_retryable_record(orchestrator, loans_http):
-    # Given an accepted journey, and loans-api failing from the second call of the cancel on
+    # Given an accepted journey, and loans-api failing from the third call of the cancel on
     journey = new_journey(orchestrator)
     simulate(orchestrator, journey)
     command(orchestrator, journey, "accept")
-    loans_http.faults = ["ok"] + ["5xx"] * 5
+    loans_http.faults = ["ok", "ok"] + ["5xx"] * 5  # the truth read and the acceptance cancel get through
     # When the agent cancels
     response = command(orchestrator, journey, "cancel")
     # Then the acceptance was cancelled, the simulation not, and the agent may retry
@@ -333,3 +333,17 @@ def test_json_with_a_charset_or_no_content_type_is_accepted(orchestrator):
         "POST", "/journeys", {"customerId": "c"}, headers={"Content-Type": "application/json; charset=utf-8"}
     )
     assert charset.status == 201
+
+
+def test_cancel_compensates_what_loans_api_committed_even_if_the_record_never_heard(orchestrator, loans_http):
+    # Found by the model-based test: a simulate whose every reply was lost leaves the record in
+    # `created` while loans-api holds an active simulation; cancel must not only mark the record.
+    journey = new_journey(orchestrator)
+    loans_http.persistent_fault = "lose"
+    assert simulate(orchestrator, journey).status == 503
+    loans_http.persistent_fault = None
+    record = json_of(command(orchestrator, journey, "cancel"))
+    facts = truth(loans_http, journey["journeyId"])
+    assert record["currentState"] == facts["state"] == "cancelled"
+    assert {s["status"] for s in facts["simulations"]} == {"CANCELLED"}
+    assert record["lastAppliedSeq"] == facts["seq"]

@@ -200,6 +200,7 @@ def test_the_sweeper_republishes_a_stale_pending_event_and_reports_its_age(
     loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}, key="k")
     # When the sweeper runs two minutes later
     metrics = quiet_metrics("sweeper")
+    metrics.clear_metrics()  # Powertools shares one metric set per process: start from none
     later = datetime.now(UTC) + timedelta(seconds=120)
     sweeper = relay_bootstrap.build_sweeper(relay_settings, metrics, clock=lambda: later)
     report = sweeper.sweep()

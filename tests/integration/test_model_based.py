@@ -1,0 +1,226 @@
+"""Model-based test: Hypothesis drives the real handlers on a moto server through random interleavings
+of agent commands, lost replies, relay crashes, duplicated / reordered / delayed / stale backstop
+deliveries and sweeps. Invariants hold after every step; once quiescent, every Control Record equals
+loans-api's truth."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import urllib3
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from functions.consumer import bootstrap as consumer_bootstrap
+from functions.consumer.settings import ConsumerSettings
+from functions.loans_api import bootstrap as loans_bootstrap
+from functions.loans_api.settings import LoansSettings
+from functions.orchestrator import bootstrap as orchestrator_bootstrap
+from functions.orchestrator.settings import OrchestratorSettings
+from functions.relay import bootstrap as relay_bootstrap
+from functions.relay.settings import RelaySettings
+from saga.local.pollers import StreamPoller
+from saga.local.resources import provision
+from saga.ops import compare
+from shared import aws
+from shared.dynamo import from_item
+from tests.support import ApiClient, InProcessHttp, json_of, quiet_metrics
+
+# A reply lost not at all, once (the retry replays it), or on every attempt (the agent gets a 503).
+LOSS = st.sampled_from(["none", "once", "all"])
+
+
+class CrashOnce:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.armed = False
+
+    def publish(self, events: Any) -> Any:
+        failed = self.inner.publish(events)
+        if self.armed and events:
+            self.armed = False
+            raise RuntimeError("relay died between publish and mark")
+        return failed
+
+
+class JourneyModel(RuleBasedStateMachine):
+    moto_url = ""
+    journeys = Bundle("journeys")
+
+    @initialize()
+    def fresh_system(self) -> None:
+        urllib3.request("POST", f"{self.moto_url}/moto-api/reset")
+        r = self.resources = provision(self.moto_url)
+        self.dynamodb = aws.client("dynamodb", r.region, r.endpoint_url)
+        self.sqs = aws.client("sqs", r.region, r.endpoint_url)
+        loans = loans_bootstrap.build(LoansSettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table),
+                                      quiet_metrics("loans-api"))  # fmt: skip
+        self.loans_http = InProcessHttp(loans)
+        self.loans = ApiClient(loans)
+        self.orchestrator = ApiClient(orchestrator_bootstrap.build(
+            OrchestratorSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table,
+                                 loans_api_url="http://loans"),
+            quiet_metrics("orchestrator"), http=self.loans_http, sleep=lambda _: None))  # fmt: skip
+        relay_settings = RelaySettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table,
+                                       events_topic_arn=r.topic_arn)  # fmt: skip
+        self.publisher = CrashOnce(relay_bootstrap.sns_publisher(relay_settings))
+        relay = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"), self.publisher)
+        self.stream = StreamPoller(aws.client("dynamodbstreams", r.region, r.endpoint_url), r.loans_stream_arn, relay)
+        self.sweeper = relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper"),
+                                                     clock=lambda: datetime.now(UTC) + timedelta(hours=1))  # fmt: skip
+        self.consumer = consumer_bootstrap.build(
+            ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table),
+            quiet_metrics("consumer"),
+        )
+        self.delivered: list[str] = []
+        self.versions: dict[str, int] = {}
+
+    # -- the agent --------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.versions) < 3)
+    @rule(target=journeys)
+    def create_journey(self) -> str:
+        response = self.orchestrator.post("/journeys", {"customerId": "model"})
+        assert response.status == 201
+        journey_id = str(json_of(response)["journeyId"])
+        self.versions[journey_id] = 0
+        return journey_id
+
+    def _command(self, journey: str, command: str, lost: str, body: dict[str, Any] | None = None) -> None:
+        self.loans_http.faults = {"none": [], "once": ["lose"], "all": ["lose"] * 5}[lost]
+        response = self.orchestrator.post(f"/journeys/{journey}/{command}", body)
+        self.loans_http.faults = []
+        assert response.status in (200, 409, 503), response.body
+        if response.status == 503:
+            assert json_of(response)["retryable"] is True
+
+    @rule(journey=journeys, lost=LOSS, amount=st.integers(500, 100000))
+    def simulate(self, journey: str, lost: str, amount: int) -> None:
+        self._command(journey, "simulate", lost, {"amount": amount, "termMonths": 12})
+
+    @rule(journey=journeys, lost=LOSS)
+    def accept(self, journey: str, lost: str) -> None:
+        self._command(journey, "accept", lost)
+
+    @rule(journey=journeys, lost=LOSS)
+    def disburse(self, journey: str, lost: str) -> None:
+        self._command(journey, "disburse", lost)
+
+    @rule(journey=journeys, lost=LOSS)
+    def cancel(self, journey: str, lost: str) -> None:
+        self._command(journey, "cancel", lost)
+
+    # -- road 2 -----------------------------------------------------------------------------
+
+    @rule(crash=st.booleans())
+    def relay_pass(self, crash: bool) -> None:
+        self.publisher.armed = crash
+        self.stream.poll_once()
+        self.publisher.armed = False
+
+    @rule(count=st.integers(1, 10), reverse=st.booleans(), duplicate=st.booleans())
+    def consumer_batch(self, count: int, reverse: bool, duplicate: bool) -> None:
+        messages = self.sqs.receive_message(QueueUrl=self.resources.events_queue_url,
+                                            MaxNumberOfMessages=count).get("Messages", [])  # fmt: skip
+        if not messages:
+            return
+        bodies = [m["Body"] for m in messages]
+        bodies = bodies[::-1] if reverse else bodies
+        bodies = bodies + bodies if duplicate else bodies
+        self._consume(bodies)
+        self.sqs.delete_message_batch(QueueUrl=self.resources.events_queue_url, Entries=[
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])  # fmt: skip
+        self.delivered += bodies
+
+    @rule(data=st.data())
+    def stale_redelivery(self, data: st.DataObject) -> None:
+        if self.delivered:
+            self._consume([data.draw(st.sampled_from(self.delivered))])
+
+    @rule()
+    def sweep(self) -> None:
+        self.sweeper.sweep()
+
+    def _consume(self, bodies: list[str]) -> None:
+        records = [{"messageId": str(i), "receiptHandle": "h", "body": b, "attributes": {}, "messageAttributes": {},
+                    "md5OfBody": "", "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:0:q",
+                    "awsRegion": "us-east-1"} for i, b in enumerate(bodies)]  # fmt: skip
+        result = self.consumer({"Records": records}, None)
+        assert result["batchItemFailures"] == [], "a legal event must never fail"
+
+    # -- invariants ---------------------------------------------------------------------------
+
+    def _loans_items(self) -> list[dict[str, Any]]:
+        items, kwargs = [], {"TableName": self.resources.loans_table, "ConsistentRead": True}
+        while True:
+            page = self.dynamodb.scan(**kwargs)
+            items += [from_item(i) for i in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    @invariant()
+    def at_most_one_disbursement_and_receipts_agree_with_the_domain(self) -> None:
+        if not hasattr(self, "resources"):
+            return
+        items = self._loans_items()
+        events = {(i["journeyId"], i["eventId"]): i for i in items if i["sk"].startswith("EVENT#")}
+        disbursed = [e for e in events.values() if e["type"] == "LoanDisbursed"]
+        assert len({e["journeyId"] for e in disbursed}) == len(disbursed)
+        for receipt in (i for i in items if i["sk"] == "RECEIPT"):
+            recorded = json.loads(receipt["body"])["event"]
+            stored = events.get((receipt["journeyId"], receipt["eventId"]))
+            assert stored is not None, "a receipt answers with an event that was never committed"
+            assert (stored["seq"], stored["type"]) == (recorded["seq"], recorded["type"])
+        assert len([i for i in items if i["sk"] == "RECEIPT"]) == len(events)
+
+    @invariant()
+    def versions_never_go_back(self) -> None:
+        for journey, last in list(getattr(self, "versions", {}).items()):
+            version = json_of(self.orchestrator.get(f"/journeys/{journey}"))["version"]
+            assert version >= last
+            self.versions[journey] = version
+
+    def teardown(self) -> None:
+        if not hasattr(self, "resources"):
+            return
+        # Quiesce: every pending event published, every message applied.
+        for _ in range(50):
+            self.sweeper.sweep()
+            moved = self.stream.poll_once()
+            messages = self.sqs.receive_message(QueueUrl=self.resources.events_queue_url,
+                                                MaxNumberOfMessages=10).get("Messages", [])  # fmt: skip
+            if messages:
+                self._consume([m["Body"] for m in messages])
+                self.sqs.delete_message_batch(QueueUrl=self.resources.events_queue_url, Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])  # fmt: skip
+            if not moved and not messages:
+                break
+        for journey in self.versions:
+            record = json_of(self.orchestrator.get(f"/journeys/{journey}"))
+            truth_response = self.loans.get(f"/journeys/{journey}")
+            truth = json_of(truth_response) if truth_response.status == 200 else None
+            verdict = compare(record, truth)
+            assert verdict["agree"], verdict["differences"]
+
+
+@pytest.mark.slow
+def test_the_saga_converges_under_any_interleaving(moto_server):
+    JourneyModel.moto_url = moto_server.url
+    run_state_machine_as_test(
+        JourneyModel,
+        settings=settings(max_examples=25, stateful_step_count=25, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]),
+    )  # fmt: skip
