@@ -30,7 +30,7 @@ _creating = threading.Lock()
 
 
 @cache
-def _session() -> boto3.session.Session:
+def session() -> boto3.session.Session:
     # One session per process: it caches the service models, so clients after the first are cheap.
     return boto3.session.Session()
 
@@ -44,4 +44,4 @@ def client(service: str, region: str, endpoint_url: str | None, budget: AwsCallB
         max_pool_connections=50,
     )
     with _creating:  # creating clients from one session is not thread-safe; using them is
-        return _session().client(service, region_name=region, endpoint_url=endpoint_url, config=config)
+        return session().client(service, region_name=region, endpoint_url=endpoint_url, config=config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 MIN_AMOUNT = Decimal("500")
 MAX_AMOUNT = Decimal("100000")
@@ -13,18 +13,51 @@ MIN_TERM_MONTHS = 3
 MAX_TERM_MONTHS = 120
 ID_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
 
+
+def _number_only(value: object) -> object:
+    """Money comes in as a JSON number (the schema says so); a string or a boolean is refused."""
+    if isinstance(value, str | bool):
+        raise ValueError("must be a JSON number, such as 10000 or 10000.50")
+    return value
+
+
 Amount = Annotated[
     Decimal,
-    Field(
-        ge=MIN_AMOUNT,
-        le=MAX_AMOUNT,
-        decimal_places=2,
-        description="Principal in the loan's currency, 500 to 100000, at most 2 decimal places "
-        '(a JSON number or a decimal string such as "10000.00").',
+    BeforeValidator(_number_only),
+    Field(ge=MIN_AMOUNT, le=MAX_AMOUNT, decimal_places=2),
+    WithJsonSchema(
+        {
+            "type": "number",
+            "minimum": float(MIN_AMOUNT),
+            "maximum": float(MAX_AMOUNT),
+            "multipleOf": 0.01,
+            "description": "Principal in the loan's currency: a JSON number from 500 to 100000 with at most "
+            "2 decimal places. Amounts in responses are decimal strings with 2 places.",
+        }
     ),
 ]
+
+
+def _whole_number(value: object) -> object:
+    """A JSON integer: 12, or 12.0 (JSON Schema counts it as an integer); never "12" or 12.5."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number of months, such as 36")
+    return value
+
+
 TermMonths = Annotated[
     int,
-    Field(strict=True, ge=MIN_TERM_MONTHS, le=MAX_TERM_MONTHS, description="Term in whole months, 3 to 120."),
+    BeforeValidator(_whole_number),
+    Field(ge=MIN_TERM_MONTHS, le=MAX_TERM_MONTHS),
+    WithJsonSchema(
+        {
+            "type": "integer",
+            "minimum": MIN_TERM_MONTHS,
+            "maximum": MAX_TERM_MONTHS,
+            "description": "Term in whole months, 3 to 120.",
+        }
+    ),
 ]
 EntityId = Annotated[str, Field(pattern=ID_PATTERN, description="An id: letters, digits and dashes, 1..64.")]

@@ -6,6 +6,7 @@ and `retryable`, so an agent can decide by itself whether calling again can help
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
@@ -84,6 +85,11 @@ def validation_problem(error: RequestValidationError) -> Response[str]:
     found = error.errors()
     if any(item.get("type") == "json_invalid" for item in found):
         return problem(400, "malformed-json", "Malformed JSON", "the request body is not valid JSON")
+    bad_headers = [item for item in found if tuple(item.get("loc", ()))[:1] == ("header",)]
+    if bad_headers:
+        # A missing or malformed header (Idempotency-Key) is a bad request, not invalid content.
+        detail = "; ".join(f"{'.'.join(map(str, i.get('loc', ())))}: {i.get('msg')}" for i in bad_headers)
+        return problem(400, "bad-header", "Missing or invalid header", detail)
     described = _describe(list(found))
     detail = "; ".join(f"{d['field']}: {d['message']}" for d in described) or "invalid request"
     return problem(422, "validation", "Invalid request", detail, errors=described)
@@ -104,12 +110,29 @@ def install(app: APIGatewayRestResolver) -> None:
     @app.not_found
     def _route_not_found(_: NotFoundError) -> Response[str]:
         event = app.current_event
+        allowed = allowed_methods(app, event.path)
+        if allowed:
+            response = problem(
+                405,
+                "method-not-allowed",
+                "Method not allowed",
+                f"{event.path} answers {', '.join(allowed)}, not {event.http_method}",
+            )
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
         return problem(404, "no-route", "No such route", f"{event.http_method} {event.path} is not a route")
 
     @app.exception_handler(Exception)
     def _unexpected(error: Exception) -> Response[str]:
         logger.exception("unhandled error")
         return problem(500, "internal", "Internal error", "an unexpected error occurred", retryable=True)
+
+
+def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
+    """The methods that have a route for `path` (for a 405). Powertools keeps its routes in private
+    lists; if they move, this degrades to a 404, never to an error."""
+    routes = [*getattr(app, "_static_routes", []), *getattr(app, "_dynamic_routes", [])]
+    return sorted({route.method for route in routes if route.rule.match(path)})
 
 
 def too_large(event: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -144,6 +167,18 @@ def not_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     )
 
 
+def not_utf8(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A ready 400 when the body is not UTF-8 text (JSON must be), else None."""
+    body = event.get("body")
+    if not body or not event.get("isBase64Encoded"):
+        return None
+    try:
+        base64.b64decode(body).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return _proxy_problem(400, "malformed-json", "Malformed JSON", "the request body is not UTF-8 text")
+    return None
+
+
 def _proxy_problem(status: int, slug: str, title: str, detail: str) -> dict[str, Any]:
     return {
         "statusCode": status,
@@ -157,7 +192,7 @@ def guarded(app: APIGatewayRestResolver) -> Handler:
     """The app's resolve, behind the guards that answer before any parsing: body size, media type."""
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return too_large(event) or not_json(event) or app.resolve(event, context)
+        return too_large(event) or not_json(event) or not_utf8(event) or app.resolve(event, context)
 
     return handle
 
@@ -176,11 +211,23 @@ class ProblemDetails(BaseModel):
     errors: list[dict[str, str]] | None = Field(default=None, description="On 422: each invalid field.")
 
 
+def success(description: str, model: Any = None) -> OpenAPIResponse:
+    """An OpenAPI success response: JSON, described by `model` when given."""
+    content: Any = {"model": model} if model is not None else {"schema": {"type": "object"}}
+    return {"description": description, "content": {"application/json": content}}
+
+
+# Every operation can answer these: bad headers or JSON, wrong method, too large, not JSON, invalid.
+COMMON_ERRORS = (400, 405, 413, 415, 422)
+
+
 def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
-    """OpenAPI `responses` entries for the given error statuses."""
+    """OpenAPI `responses` entries for the given error statuses, plus the ones every operation has."""
+    statuses = tuple(sorted({*statuses, *COMMON_ERRORS}))
     descriptions = {
         400: "Malformed JSON or a missing/invalid header.",
         404: "Not found.",
+        405: "The path exists, but not for this method (see the Allow header).",
         409: "Not allowed in the current state.",
         413: "Body larger than 64 KiB.",
         415: "Body sent with a content type other than application/json.",

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class System:
     proxy_port: int
     toxiproxy: ToxiproxyClient
     process: subprocess.Popen[str] | None = None
+    log_path: str = ""
     ready_seconds: float = 0.0
     _http: urllib3.PoolManager = field(
         default_factory=lambda: urllib3.PoolManager(timeout=urllib3.Timeout(connect=2, read=60), retries=False)
@@ -100,8 +102,14 @@ class System:
 
 
 def start_local(
-    api_port: int, loans_port: int, aws_port: int, loans_api_url: str | None = None, extra: tuple[str, ...] = ()
+    api_port: int,
+    loans_port: int,
+    aws_port: int,
+    loans_api_url: str | None = None,
+    extra: tuple[str, ...] = (),
+    log_path: str | None = None,
 ) -> tuple[subprocess.Popen[str], float]:
+    """Start `saga local`; its output goes to a file (a pipe nobody reads would fill and block it)."""
     command = [
         sys.executable,
         "-m",
@@ -119,12 +127,14 @@ def start_local(
         command += ["--loans-api-url", loans_api_url]
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_")}
     started = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    log = open(log_path or os.devnull, "w")  # noqa: SIM115 - closed when the process is stopped
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+    process.log_file = log  # type: ignore[attr-defined]
     http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=1, read=5), retries=False)
     deadline = started + 90
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"saga local exited early: {process.stdout.read() if process.stdout else ''}")
+            raise RuntimeError(f"saga local exited early: {read_log(log_path)}")
         try:
             if http.request("GET", f"http://127.0.0.1:{api_port}/health").status == 200:
                 return process, time.monotonic() - started
@@ -135,6 +145,13 @@ def start_local(
     raise RuntimeError("saga local did not become healthy within 90 s")
 
 
+def read_log(log_path: str | None) -> str:
+    if not log_path or not os.path.exists(log_path):
+        return ""
+    with open(log_path) as log:
+        return log.read()
+
+
 def stop_local(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 20) -> int:
     process.send_signal(sig)
     try:
@@ -143,6 +160,8 @@ def stop_local(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout
         process.kill()
         process.wait()
         return -9
+    finally:
+        process.log_file.close()  # type: ignore[attr-defined]
 
 
 def start_system() -> tuple[System, FaultProxyServer | None]:
@@ -158,8 +177,9 @@ def start_system() -> tuple[System, FaultProxyServer | None]:
     proxy_port = free_port()
     toxiproxy.create_proxy(LOANS_PROXY, upstream=f"127.0.0.1:{loans_port}", listen=f"127.0.0.1:{proxy_port}")
     system = System(api_port, loans_port, aws_port, proxy_port, toxiproxy)
+    system.log_path = tempfile.mkstemp(prefix="saga-local-", suffix=".log")[1]
     system.process, system.ready_seconds = start_local(
-        api_port, loans_port, aws_port, loans_api_url=f"http://127.0.0.1:{proxy_port}"
+        api_port, loans_port, aws_port, loans_api_url=f"http://127.0.0.1:{proxy_port}", log_path=system.log_path
     )
     return system, own
 
@@ -176,4 +196,5 @@ def running_system() -> Iterator[System]:
         system.toxiproxy.delete_proxy(LOANS_PROXY)
         if own_proxy is not None:
             own_proxy.stop()
-    assert exit_code == 0, "saga local did not stop cleanly on SIGINT"
+    output = read_log(system.log_path)
+    assert exit_code == 0, f"saga local did not stop cleanly on SIGINT (exit {exit_code}):\n{output[-3000:]}"

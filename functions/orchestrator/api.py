@@ -136,7 +136,13 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
     def cancel(journey_id: JourneyId) -> Response[str]:
         return respond(service.cancel(journey_id))
 
-    @app.get("/health", operation_id="health", summary="Liveness", tags=["ops"])
+    @app.get(
+        "/health",
+        operation_id="health",
+        summary="Liveness",
+        tags=["ops"],
+        responses={200: problems.success("Up."), **problems.problem_responses()},
+    )
     def health() -> dict[str, Any]:
         return {"status": "ok"}
 

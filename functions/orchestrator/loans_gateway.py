@@ -19,7 +19,8 @@ class LoansGateway:
         self._client = client
 
     def create_simulation(self, journey_id: str, nonce: str, amount: Decimal, term_months: int) -> LoanEvent:
-        body = {"journeyId": journey_id, "amount": f"{amount:.2f}", "termMonths": term_months}
+        # A JSON number: float's shortest repr of a 2-place amount up to 100000 is that amount exactly.
+        body = {"journeyId": journey_id, "amount": float(amount), "termMonths": term_months}
         return self._command("/simulations", body, keys.simulation(journey_id, nonce))
 
     def cancel_simulation(self, journey_id: str, simulation_id: str) -> LoanEvent:

@@ -37,20 +37,11 @@ class ApiServer:
         class _Request(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:
-                outer._serve(self)
-
-            def do_POST(self) -> None:
-                outer._serve(self)
-
-            def do_PUT(self) -> None:
-                outer._serve(self)
-
-            def do_DELETE(self) -> None:
-                outer._serve(self)
-
-            def do_PATCH(self) -> None:
-                outer._serve(self)
+            def __getattr__(self, name: str) -> Any:
+                # Every method goes to the function, as API Gateway's ANY method does.
+                if name.startswith("do_"):
+                    return lambda: outer._serve(self)
+                raise AttributeError(name)
 
             def log_message(self, format: str, *args: Any) -> None:
                 """The functions log each request themselves."""

@@ -15,13 +15,12 @@ from aws_lambda_powertools import Logger, Metrics
 
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
-from functions.loans_api import bootstrap as loans_bootstrap
 from functions.loans_api.settings import LoansSettings
-from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import EventPublisher
 from functions.relay.settings import RelaySettings
+from saga.local.containers import ContainerPool
 from saga.local.http_server import ApiServer, ProxyHandler
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import BatchHandler, PollingLoop, SqsPoller, StreamPoller
@@ -45,6 +44,8 @@ class RuntimeConfig:
     sweep_threshold_seconds: float = 60.0
     # A failed message comes back after this long locally (the queue's own timeout in AWS).
     redelivery_seconds: int = 1
+    # Concurrent requests per API, as Lambda containers: each serves one request at a time.
+    max_containers: int = 4
     # Fault-injection hooks for the chaos suite (in-process runtimes only): wrap the relay's publisher
     # (e.g. die between publish and mark) or the consumer's batch handler (e.g. die mid-batch).
     relay_publisher_wrapper: Callable[[EventPublisher], EventPublisher] | None = None
@@ -74,6 +75,7 @@ class LocalRuntime:
         self._moto: MotoServer | None = None
         self._servers: list[ApiServer] = []
         self._loops: list[PollingLoop] = []
+        self._pools: list[ContainerPool] = []
         self.resources: LocalResources | None = None
         self._ready = threading.Event()
         self._probe: Any = None
@@ -91,28 +93,29 @@ class LocalRuntime:
         )
         metrics = Metrics(namespace="LoanSaga", service="saga-local")
 
-        loans = loans_bootstrap.build(
-            LoansSettings(region=c.region, aws_endpoint_url=endpoint, loans_table_name=resources.loans_table), metrics
+        loans_settings = LoansSettings(
+            region=c.region, aws_endpoint_url=endpoint, loans_table_name=resources.loans_table
         )
-        loans_server = ApiServer(
-            "loans-api", _with_metrics_flushed(loans, metrics), c.host, c.loans_port, health=self.health
-        ).start()
+        loans = ContainerPool("loans-api", "functions.loans_api.bootstrap:build", loans_settings, c.max_containers)
+        self._pools.append(loans)
+        loans_server = ApiServer("loans-api", loans, c.host, c.loans_port, health=self.health).start()
         self._servers.append(loans_server)
-        orchestrator = orchestrator_bootstrap.build(
-            OrchestratorSettings(
-                region=c.region,
-                aws_endpoint_url=endpoint,
-                journeys_table_name=resources.journeys_table,
-                loans_api_url=c.loans_api_url or loans_server.url,
-            ),
-            metrics,
+        orchestrator_settings = OrchestratorSettings(
+            region=c.region,
+            aws_endpoint_url=endpoint,
+            journeys_table_name=resources.journeys_table,
+            loans_api_url=c.loans_api_url or loans_server.url,
         )
-        self._servers.insert(
-            0,
-            ApiServer(
-                "orchestrator", _with_metrics_flushed(orchestrator, metrics), c.host, c.port, health=self.health
-            ).start(),
+        orchestrator = ContainerPool(
+            "orchestrator", "functions.orchestrator.bootstrap:build", orchestrator_settings, c.max_containers
         )
+        self._pools.append(orchestrator)
+        self._servers.insert(0, ApiServer("orchestrator", orchestrator, c.host, c.port, health=self.health).start())
+        warming = [threading.Thread(target=pool.warm) for pool in self._pools]
+        for thread in warming:
+            thread.start()
+        for thread in warming:
+            thread.join()
         self._start_pollers(resources, metrics)
         self._ready.set()
         return self
@@ -177,6 +180,8 @@ class LocalRuntime:
             loop.stop()
         for server in self._servers:
             server.stop()
+        for pool in self._pools:
+            pool.stop()
         if self._moto is not None:
             self._moto.stop()
 

@@ -307,7 +307,12 @@ class Agent:
                 if isinstance(payload, dict) and "version" in payload:
                     self.versions[payload["journeyId"]].append(payload["version"])
                 return payload
-            assert payload.get("retryable"), payload
+            if not payload.get("retryable"):
+                jid = path.split("/")[2] if path.count("/") >= 2 else ""
+                raise AssertionError(
+                    f"{method} {path} -> {status} {payload}\nrecord: {self.system.api('GET', f'/journeys/{jid}')}"
+                    f"\ntruth: {self.system.truth(jid)}"
+                )
         raise AssertionError(f"{method} {path} kept failing")
 
     def run(self, index: int) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import signal
 import time
+from typing import Any
 
 from saga.ops import compare
-from tests.system import LOANS_PROXY, free_port, start_local, stop_local
+from tests.system import LOANS_PROXY, free_port, read_log, start_local, stop_local
 
 
 def new_journey(system) -> dict:
@@ -131,13 +132,57 @@ def test_status_exits_non_zero_when_the_system_is_unreachable():
     assert "cannot reach" in done.stderr
 
 
-def test_starts_fast_and_stops_cleanly_on_sigterm(system):
+def test_starts_fast_and_stops_cleanly_on_sigterm(system, tmp_path):
     # The session's runtime became healthy within the goal (dependencies already installed)
     assert system.ready_seconds < 60
-    process, seconds = start_local(free_port(), free_port(), free_port())
+    log_path = str(tmp_path / "local.log")
+    process, seconds = start_local(free_port(), free_port(), free_port(), log_path=log_path)
     assert seconds < 60
     assert stop_local(process, signal.SIGTERM) == 0
-    assert process.stdout is not None
-    output = process.stdout.read()
+    output = read_log(log_path)
     assert "ready in" in output
     assert "stopped" in output
+
+
+def test_twenty_concurrent_requests_with_one_key_make_one_simulation(system, clean_proxy):
+    # (Over HTTP: Powertools' event handler keeps the current request in a class attribute, so
+    # concurrent requests are only faithful with one request per process, as in Lambda.)
+    from concurrent.futures import ThreadPoolExecutor
+
+    journey_id = f"concurrent-{time.monotonic_ns()}"
+    body = {"journeyId": journey_id, "amount": 10000, "termMonths": 36}
+
+    def post(_: int) -> Any:
+        return system.call("POST", f"{system.loans_url}/simulations", body, {"Idempotency-Key": f"{journey_id}-k"})
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        responses = list(pool.map(post, range(20)))
+    assert {status for status, _, _ in responses} == {201}
+    assert len({json.dumps(payload, sort_keys=True) for _, payload, _ in responses}) == 1
+    replays = [headers.get("Idempotent-Replayed") for _, _, headers in responses]
+    assert replays.count("true") == 19
+    truth = system.truth(journey_id)
+    assert len(truth["simulations"]) == 1
+    assert len(truth["events"]) == 1
+
+
+def test_stopping_leaves_no_stray_processes(tmp_path):
+    import subprocess
+
+    process, _ = start_local(free_port(), free_port(), free_port(), log_path=str(tmp_path / "local.log"))
+    children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True, check=False)
+    pids = [int(pid) for pid in children.stdout.split()]
+    assert pids, "the runtime's function containers should be running"
+    assert stop_local(process, signal.SIGINT) == 0
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().split(") ")[1][0] != "Z"  # a zombie has exited
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 5  # multiprocessing's resource tracker exits right after its parent
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in pids if alive(pid)], "a container process outlived the runtime"

@@ -16,11 +16,12 @@ from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
+from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws
-from tests.support import ApiClient, InProcessHttp, quiet_metrics
+from tests.support import ApiClient, quiet_metrics
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -88,19 +87,6 @@ def test_a_write_without_a_key_is_400(loans_api, dynamodb, resources, path):
     assert response.status == 400
     assert json_of(response)["retryable"] is False
     assert scan(dynamodb, resources.loans_table) == []
-
-
-def test_twenty_concurrent_requests_with_one_key_make_one_simulation(loans_api, dynamodb, resources):
-    # Given 20 clients sending the same keyed simulate at once
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        responses = list(pool.map(lambda _: simulate(loans_api, "same-key"), range(20)))
-    # Then there is one simulation, one event, and 20 identical answers
-    assert {r.status for r in responses} == {201}
-    assert len({r.body for r in responses}) == 1
-    items = scan(dynamodb, resources.loans_table)
-    assert len([i for i in items if i["sk"].startswith("SIMULATION#")]) == 1
-    assert len([i for i in items if i["sk"].startswith("EVENT#")]) == 1
-    assert sum(r.headers.get("Idempotent-Replayed") == "true" for r in responses) == 19
 
 
 def test_a_business_violation_writes_nothing_at_all(loans_api, dynamodb, resources):

@@ -31,12 +31,13 @@ from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
+from saga.local.inprocess import InProcessHttp
 from saga.local.pollers import StreamPoller
 from saga.local.resources import provision
 from saga.ops import compare
 from shared import aws
 from shared.dynamo import from_item
-from tests.support import ApiClient, InProcessHttp, json_of, quiet_metrics
+from tests.support import ApiClient, json_of, quiet_metrics
 
 # A reply lost not at all, once (the retry replays it), or on every attempt (the agent gets a 503).
 LOSS = st.sampled_from(["none", "once", "all"])

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from saga.local.inprocess import InProcessHttp
 from tests.integration.test_loans_api import scan
-from tests.support import ApiClient, InProcessHttp, json_of
+from tests.support import ApiClient, json_of
 
 
 def new_journey(orchestrator: ApiClient, customer: str = "c-1") -> Any:
@@ -301,7 +302,7 @@ def test_unknown_journeys_malformed_json_and_huge_bodies(orchestrator):
     assert orchestrator.post("/journeys/nope/simulate", {"amount": 1000, "termMonths": 12}).status == 404
     assert orchestrator.post("/journeys", raw=b"{not json").status == 400
     assert orchestrator.post("/journeys", raw=b'{"customerId": "' + b"x" * 70000 + b'"}').status == 413
-    assert orchestrator.post("/journeys", {"customerId": "c"}, key="x" * 256).status == 422
+    assert orchestrator.post("/journeys", {"customerId": "c"}, key="x" * 256).status == 400
 
 
 def test_health_and_openapi(orchestrator):

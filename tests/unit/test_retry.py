@@ -9,8 +9,8 @@ from functions.orchestrator import bootstrap
 from functions.orchestrator.loans_client import HttpLoansClient, LoansReply, LoansRequest, TransientLoansError
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.settings import OrchestratorSettings
+from saga.local.inprocess import FakeHttpResponse
 from shared.errors import UpstreamUnavailable
-from tests.support import FakeHttpResponse
 
 API_GATEWAY_INTEGRATION_TIMEOUT = 29.0
 REQUEST = LoansRequest("POST", "/simulations", {"a": 1}, "k")
