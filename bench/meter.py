@@ -78,10 +78,17 @@ class Meter:
         operation = model.name
         params = getattr(self._params, "last", {}) or {}
         wcu, rcu = self._dynamodb(operation, params, parsed) if service == "dynamodb" else (0.0, 0.0)
+        pointers = 0.0
+        if operation == "TransactWriteItems":
+            for entry in params.get("TransactItems", []):
+                item = entry.get("Put", {}).get("Item", {})
+                if item.get("sk", {}).get("S") == "POINTER":
+                    pointers += write_units(item_size(item), transactional=True)
         with self._lock:
             self.calls[f"{service}:{operation}"] += 1
             self.wcu += wcu
             self.rcu += rcu
+            self.pointer_wcu += pointers
 
     @staticmethod
     def _dynamodb(operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> tuple[float, float]:

@@ -22,12 +22,19 @@ from pathlib import Path
 from typing import Any
 
 os.environ.update(
-    {name: os.environ.get(name, value) for name, value in {
-        "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "POWERTOOLS_LOG_LEVEL": "ERROR",
-        "POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_TRACE_DISABLED": "true",
-    }.items()}
-)  # fmt: skip
+    {
+        name: os.environ.get(name, value)
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+            "POWERTOOLS_LOG_LEVEL": "ERROR",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+        }.items()
+    }
+)
 
 import urllib3
 from aws_lambda_powertools import Metrics
@@ -104,21 +111,36 @@ def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bo
     r = provision(moto.url)
     metrics = Metrics(namespace="Bench", service=design)
     if design == "ours":
-        loans: Any = loans_bootstrap.build(LoansSettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table),
-                                           metrics)  # fmt: skip
+        loans: Any = loans_bootstrap.build(
+            LoansSettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table), metrics
+        )
     else:
         peer.create_tables(r.endpoint_url)
         loans = peer.build(r.endpoint_url, r.topic_arn)
     loans_http = InProcessHttp(Counted(loans))
-    orchestrator = Counted(orchestrator_bootstrap.build(
-        OrchestratorSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table,
-                             loans_api_url="http://loans"),
-        metrics, http=loans_http, sleep=lambda _: None))  # fmt: skip
-    relay = Counted(relay_bootstrap.build_stream_handler(
-        RelaySettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn),
-        metrics))  # fmt: skip
-    consumer = Counted(consumer_bootstrap.build(
-        ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table), metrics))  # fmt: skip
+    orchestrator = Counted(
+        orchestrator_bootstrap.build(
+            OrchestratorSettings(
+                aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
+            ),
+            metrics,
+            http=loans_http,
+            sleep=lambda _: None,
+        )
+    )
+    relay = Counted(
+        relay_bootstrap.build_stream_handler(
+            RelaySettings(
+                aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn
+            ),
+            metrics,
+        )
+    )
+    consumer = Counted(
+        consumer_bootstrap.build(
+            ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table), metrics
+        )
+    )
     stream = StreamPoller(aws.client("dynamodbstreams", r.region, r.endpoint_url), r.loans_stream_arn, relay)
     sqs = aws.client("sqs", r.region, r.endpoint_url)
     arn = sqs.get_queue_attributes(QueueUrl=r.events_queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -144,8 +166,14 @@ def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bo
         if (stream.poll_once() if design == "ours" else 0) + queue.poll_once() == 0:
             break
     usage = meter.since(start)
-    invocations = Counter({"orchestrator": orchestrator.invocations, "loans-api": loans_http.handler.invocations,
-                           "relay": relay.invocations, "consumer": consumer.invocations})  # fmt: skip
+    invocations = Counter(
+        {
+            "orchestrator": orchestrator.invocations,
+            "loans-api": len(loans_http.calls),
+            "relay": relay.invocations,
+            "consumer": consumer.invocations,
+        }
+    )
     return JourneyCost(usage, per_command, invocations)
 
 
@@ -169,8 +197,12 @@ def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
         import json
 
         started = time.monotonic()
-        response = http.request(method, runtime_api + path, body=None if body is None else json.dumps(body),
-                                headers={"Content-Type": "application/json"})  # fmt: skip
+        response = http.request(
+            method,
+            runtime_api + path,
+            body=None if body is None else json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
         with lock:
             latencies.append((time.monotonic() - started) * 1000)
         return json.loads(response.data)
@@ -198,13 +230,22 @@ def backstop_lag(api: str, loans_api: str, samples: int) -> list[float]:
     http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=2, read=30), retries=False)
     lags = []
     for index in range(samples):
-        record = json.loads(http.request("POST", f"{api}/journeys", body=json.dumps({"customerId": "lag"}),
-                                         headers={"Content-Type": "application/json"}).data)  # fmt: skip
+        record = json.loads(
+            http.request(
+                "POST",
+                f"{api}/journeys",
+                body=json.dumps({"customerId": "lag"}),
+                headers={"Content-Type": "application/json"},
+            ).data
+        )
         journey_id = record["journeyId"]
         started = time.monotonic()
-        http.request("POST", f"{loans_api}/simulations", headers={"Content-Type": "application/json",
-                     "Idempotency-Key": f"lag-{index}"},
-                     body=json.dumps({"journeyId": journey_id, "amount": 5000, "termMonths": 12}))  # fmt: skip
+        http.request(
+            "POST",
+            f"{loans_api}/simulations",
+            headers={"Content-Type": "application/json", "Idempotency-Key": f"lag-{index}"},
+            body=json.dumps({"journeyId": journey_id, "amount": 5000, "termMonths": 12}),
+        )
         while json.loads(http.request("GET", f"{api}/journeys/{journey_id}").data)["lastAppliedSeq"] < 1:
             if time.monotonic() - started > 30:
                 raise RuntimeError("road 2 did not apply the event within 30 s")
@@ -227,8 +268,12 @@ def drain_rate(moto: MotoServer, backlog: int) -> tuple[float, int]:
         LoansSettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table), metrics
     )
     orchestrator = orchestrator_bootstrap.build(
-        OrchestratorSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table,
-                             loans_api_url="http://loans"), metrics, http=InProcessHttp(loans))  # fmt: skip
+        OrchestratorSettings(
+            aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
+        ),
+        metrics,
+        http=InProcessHttp(loans),
+    )
     bodies = []
     for _ in range(5):
         journey_id = json.loads(_call(orchestrator, "POST", "/journeys", {"customerId": "drain"}).body)["journeyId"]
@@ -239,29 +284,53 @@ def drain_rate(moto: MotoServer, backlog: int) -> tuple[float, int]:
         truth = json.loads(_call(loans, "GET", f"/journeys/{journey_id}").body)
         bodies += [e["eventId"] for e in truth["events"]]
     # The events as the relay publishes them, repeated into a backlog.
-    stream = StreamPoller(aws.client("dynamodbstreams", r.region, r.endpoint_url), r.loans_stream_arn,
-                          relay_bootstrap.build_stream_handler(RelaySettings(
-                              aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table,
-                              events_topic_arn=r.topic_arn), metrics))  # fmt: skip
+    stream = StreamPoller(
+        aws.client("dynamodbstreams", r.region, r.endpoint_url),
+        r.loans_stream_arn,
+        relay_bootstrap.build_stream_handler(
+            RelaySettings(
+                aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn
+            ),
+            metrics,
+        ),
+    )
     stream.poll_once()
     sqs = aws.client("sqs", r.region, r.endpoint_url)
     published = []
     while batch := sqs.receive_message(QueueUrl=r.events_queue_url, MaxNumberOfMessages=10).get("Messages"):
         published += [m["Body"] for m in batch]
-        sqs.delete_message_batch(QueueUrl=r.events_queue_url,
-                                 Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)])  # fmt: skip
-    for start in range(0, backlog, 10):
-        sqs.send_message_batch(QueueUrl=r.events_queue_url, Entries=[
-            {"Id": str(i), "MessageBody": published[(start + i) % len(published)]} for i in range(min(10, backlog - start))])  # fmt: skip
-    arn = sqs.get_queue_attributes(QueueUrl=r.events_queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    consumer = consumer_bootstrap.build(ConsumerSettings(aws_endpoint_url=r.endpoint_url,
-                                                         journeys_table_name=r.journeys_table), metrics)  # fmt: skip
-    poller = SqsPoller(sqs, r.events_queue_url, arn, consumer, batch_size=10)
-    applied = 0
+        sqs.delete_message_batch(
+            QueueUrl=r.events_queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
+        )
+    consumer = consumer_bootstrap.build(
+        ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table), metrics
+    )
+    # Lambda's own poller receives and deletes the messages; what one consumer process sustains is the
+    # function on Lambda-shaped batches of the stack's size.
+    batches = [
+        {"Records": [_sqs_record(published[(start + i) % len(published)], start + i) for i in range(10)]}
+        for start in range(0, backlog, 10)
+    ]
     started = time.monotonic()
-    while count := poller.poll_once():
-        applied += count
+    for batch in batches:
+        assert consumer(batch, LambdaContextStub("consumer"))["batchItemFailures"] == []
+    applied = 10 * len(batches)
     return applied / (time.monotonic() - started), applied
+
+
+def _sqs_record(body: str, index: int) -> dict[str, Any]:
+    return {
+        "messageId": str(index),
+        "receiptHandle": str(index),
+        "body": body,
+        "attributes": {},
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:loan-events",
+        "awsRegion": "us-east-1",
+    }
 
 
 # -- 5: cold start -------------------------------------------------------------------------------------------
@@ -272,8 +341,13 @@ COLD_START = {
     "relay": ("functions.relay.handler", "_stream_handler"),
     "consumer": ("functions.consumer.handler", "_handler"),
 }
-COLD_ENV = {"LOANS_TABLE_NAME": "t", "JOURNEYS_TABLE_NAME": "t", "LOANS_API_URL": "http://loans",
-            "EVENTS_TOPIC_ARN": "arn:aws:sns:us-east-1:0:t", "AWS_REGION": "us-east-1"}  # fmt: skip
+COLD_ENV = {
+    "LOANS_TABLE_NAME": "t",
+    "JOURNEYS_TABLE_NAME": "t",
+    "LOANS_API_URL": "http://loans",
+    "EVENTS_TOPIC_ARN": "arn:aws:sns:us-east-1:0:t",
+    "AWS_REGION": "us-east-1",
+}
 
 
 def cold_start_ms(module: str, builder: str, runs: int) -> float:
@@ -282,7 +356,7 @@ def cold_start_ms(module: str, builder: str, runs: int) -> float:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)  # noqa: S603
+        subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
 
@@ -335,66 +409,95 @@ def _free() -> int:
         return int(sock.getsockname()[1])
 
 
-def _report(say: Callable[[str], None], costs: dict[tuple[str, bool], JourneyCost], drain: float, drained: int,
-            cold: dict[str, float], loads: list[LoadResult], lags: list[float], smoke: bool, seconds: float) -> None:  # fmt: skip
+def _report(
+    say: Callable[[str], None],
+    costs: dict[tuple[str, bool], JourneyCost],
+    drain: float,
+    drained: int,
+    cold: dict[str, float],
+    loads: list[LoadResult],
+    lags: list[float],
+    smoke: bool,
+    seconds: float,
+) -> None:
     ours, theirs = costs[("ours", False)], costs[("peer", False)]
     say("# Benchmarks")
     say("")
-    say(f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, {os.cpu_count()} cores, "
+    say(
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, against the local runtime (moto server as the AWS endpoint)"
         f"{' — SMOKE RUN (tiny sizes; figures not meaningful)' if smoke else ''}. Reproduce with `make bench` "
         f"(this run: {seconds:.0f} s). The peer is `bench/peer.py`: Powertools `@idempotent_function` (DynamoDB "
-        "persistence layer) around PutItem writes followed by a direct SNS publish (the dual write).")  # fmt: skip
+        "persistence layer) around PutItem writes followed by a direct SNS publish (the dual write)."
+    )
     say("")
     say("## 1. Cost per journey (create, simulate, re-simulate, accept, disburse; road 2 drained)")
     say("")
-    say("Counted with botocore `after-call` hooks on every client; write units from the item sizes sent "
+    say(
+        "Counted with botocore `after-call` hooks on every client; write units from the item sizes sent "
         "(1 KB units, x2 in a transaction; updates of items under 1 KB count 1), read units from the sizes "
-        "returned (4 KB units, strongly consistent).")  # fmt: skip
+        "returned (4 KB units, strongly consistent)."
+    )
     say("")
     say("| | ours | peer | ours / peer | ours, 1 lost reply per command | peer, 1 lost reply per command |")
     say("|---|---|---|---|---|---|")
-    rows = [("DynamoDB calls", lambda c: c.usage.count("dynamodb:")),
-            ("write units (WCU)", lambda c: c.usage.wcu), ("read units (RCU)", lambda c: c.usage.rcu),
-            ("SNS requests", lambda c: c.usage.count("sns:")), ("SQS requests", lambda c: c.usage.count("sqs:")),
-            ("Lambda invocations", lambda c: sum(c.invocations.values()))]  # fmt: skip
+    rows: list[tuple[str, Callable[[JourneyCost], float]]] = [
+        ("DynamoDB calls", lambda c: c.usage.count("dynamodb:")),
+        ("write units (WCU)", lambda c: c.usage.wcu),
+        ("read units (RCU)", lambda c: c.usage.rcu),
+        ("SNS requests", lambda c: c.usage.count("sns:")),
+        ("SQS requests", lambda c: c.usage.count("sqs:")),
+        ("Lambda invocations", lambda c: sum(c.invocations.values())),
+    ]
     for name, value in rows:
         a, b = value(ours), value(theirs)
-        ratio = f"{a / b:.2f}" if b else "n/a"
+        shown = f"{a / b:.2f}" if b else "n/a"
         say(
-            f"| {name} | {a:g} | {b:g} | {ratio} | {value(costs[('ours', True)]):g} | {value(costs[('peer', True)]):g} |"
+            f"| {name} | {a:g} | {b:g} | {shown} | {value(costs[('ours', True)]):g} | {value(costs[('peer', True)]):g} |"
         )
     say("")
-    say("DynamoDB calls by operation (ours / peer): " + ", ".join(
-        f"{op.split(':')[1]} {ours.usage.calls.get(op, 0)}/{theirs.usage.calls.get(op, 0)}"
-        for op in sorted(set(ours.usage.calls) | set(theirs.usage.calls)) if op.startswith("dynamodb:")) + ".")  # fmt: skip
+    say(
+        "DynamoDB calls by operation (ours / peer): "
+        + ", ".join(
+            f"{op.split(':')[1]} {ours.usage.calls.get(op, 0)}/{theirs.usage.calls.get(op, 0)}"
+            for op in sorted(set(ours.usage.calls) | set(theirs.usage.calls))
+            if op.startswith("dynamodb:")
+        )
+        + "."
+    )
     say("")
     bound = ours.usage.wcu - ours.usage.pointer_wcu
     ratio = ours.usage.wcu / bound if bound else float("nan")
-    say(f"**Lower bound of this design**: every command must commit its transaction (domain item, ledger, receipt, "
+    say(
+        f"**Lower bound of this design**: every command must commit its transaction (domain item, ledger, receipt, "
         "outbox item), read the ledger and the Control Record once, write the Control Record once; every event "
         "must be marked NOTIFIED once and read once by road 2. Our only writes beyond that are the id -> journey "
         f"pointer items that let `/simulations/{{id}}/cancel` find a journey ({ours.usage.pointer_wcu:g} WCU). "
         f"Ours: {ours.usage.wcu:g} WCU against a bound of {bound:g}: **{ratio:.2f}x** (goal <= {COST_GOAL_RATIO}x: "
         f"{'met' if ratio <= COST_GOAL_RATIO else 'MISSED'}). The peer is cheaper in units because it does not "
         "buy atomicity: its domain write, idempotency record and event are three separate requests, so a crash "
-        "between them loses the event or leaves an INPROGRESS lock to expire.")  # fmt: skip
+        "between them loses the event or leaves an INPROGRESS lock to expire."
+    )
     say("")
     say("## 2. Critical path: sequential AWS round trips per agent command")
     say("")
     say("| command | ours | peer | ours, reply lost once | peer, reply lost once |")
     say("|---|---|---|---|---|")
     for step in JOURNEY:
-        say(f"| {step} | {ours.per_command[step]} | {theirs.per_command[step]} | "
-            f"{costs[('ours', True)].per_command[step]} | {costs[('peer', True)].per_command[step]} |")  # fmt: skip
+        say(
+            f"| {step} | {ours.per_command[step]} | {theirs.per_command[step]} | "
+            f"{costs[('ours', True)].per_command[step]} | {costs[('peer', True)].per_command[step]} |"
+        )
     loans_backed = [ours.per_command[s] for s in JOURNEY if s != "create"]
     say("")
-    say(f"Goal: at most 4 for a loans-backed command: {'met' if max(loans_backed) <= 4 else 'MISSED'} "
+    say(
+        f"Goal: at most 4 for a loans-backed command: {'met' if max(loans_backed) <= 4 else 'MISSED'} "
         f"(max {max(loans_backed)}: Control Record read, ledger read, one transaction, Control Record write). "
         "A lost reply adds the replayed attempt (ledger read + the transaction that is cancelled on the "
         "receipt, whose ALL_OLD return carries the answer, so no extra read). The optimistic 3-trip variant "
         "(skip the ledger read using the seq the Control Record knows) was not attempted: it couples loans-api's "
-        "input to the orchestrator's view of the ledger, and a stale view costs an extra round trip anyway.")  # fmt: skip
+        "input to the orchestrator's view of the ledger, and a stale view costs an extra round trip anyway."
+    )
     say("")
     say("## 3. Local runtime under load (orchestrator and loans-api each in 4 worker processes)")
     say("")
@@ -402,29 +505,38 @@ def _report(say: Callable[[str], None], costs: dict[tuple[str, bool], JourneyCos
     say("|---|---|---|---|---|")
     for result in loads:
         lat = result.latencies_ms
-        say(f"| {result.agents} | {result.journeys_per_second:.2f} | {percentile(lat, 50):.0f} | "
-            f"{percentile(lat, 95):.0f} | {percentile(lat, 99):.0f} |")  # fmt: skip
+        say(
+            f"| {result.agents} | {result.journeys_per_second:.2f} | {percentile(lat, 50):.0f} | "
+            f"{percentile(lat, 95):.0f} | {percentile(lat, 99):.0f} |"
+        )
     p99 = percentile(lags, 99)
     say("")
-    say(f"Backstop lag (commit in loans-api with road 1 cut -> applied by road 2), {len(lags)} samples: "
+    say(
+        f"Backstop lag (commit in loans-api with road 1 cut -> applied by road 2), {len(lags)} samples: "
         f"p50 {percentile(lags, 50) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms (goal p99 < {BACKSTOP_GOAL_P99_S:.0f} s: "
         f"{'met' if p99 < BACKSTOP_GOAL_P99_S else 'MISSED'}). The peer is not run under load: its API path is "
-        "measured in figures 1-2, and under load both are bound by the same moto endpoint.")  # fmt: skip
+        "measured in figures 1-2, and under load both are bound by the same moto endpoint."
+    )
     say("")
     say("## 4. Consumer drain rate")
     say("")
-    say(f"One consumer process drained {drained} queued events (already applied by road 1: duplicates, as in "
-        f"production) at **{drain:.0f} events/s** with batches of 10 (the stack's batch size). A scheduled "
+    say(
+        f"One consumer process applied {drained} queued events (already applied by road 1: duplicates, as in "
+        f"production) at **{drain:.0f} events/s**, invoked on Lambda-shaped SQS batches of 10 (the stack's batch "
+        "size; receiving and deleting is Lambda's poller, not the function). A scheduled "
         f"drainer that takes one tick per second manages ~{SCHEDULED_DRAINER_EVENTS_PER_SECOND:.0f}/s: "
         f"{drain / SCHEDULED_DRAINER_EVENTS_PER_SECOND:.0f}x (goal >= 20x: {'met' if drain >= DRAIN_GOAL else 'MISSED'}). "
-        "Each event costs one strongly consistent GetItem of the Control Record; a duplicate needs no write. "
-        "The peer uses the same consumer.")  # fmt: skip
+        "Each batch reads its Control Records with one strongly consistent BatchGetItem; a duplicate needs no write. "
+        "The peer uses the same consumer."
+    )
     say("")
     say("## 5. Cold start")
     say("")
-    say("Median wall time of a fresh interpreter importing the handler module and building its composition root "
+    say(
+        "Median wall time of a fresh interpreter importing the handler module and building its composition root "
         f"({2 if smoke else 20} runs), here (x86_64, CPython {platform.python_version()}; Lambda runs arm64 "
-        "Python 3.14, so treat these as relative).")  # fmt: skip
+        "Python 3.14, so treat these as relative)."
+    )
     say("")
     say("| function | ms | goal |")
     say("|---|---|---|")
@@ -440,9 +552,11 @@ def _report(say: Callable[[str], None], costs: dict[tuple[str, bool], JourneyCos
     missed = [ms for name, ms in cold.items() if name in ("orchestrator", "loans-api") and ms >= COLD_START_GOAL_MS]
     if missed:
         say("")
-        say("The cold-start goal is missed: most of the time is importing Powertools' event handler with its "
+        say(
+            "The cold-start goal is missed: most of the time is importing Powertools' event handler with its "
             "OpenAPI/pydantic machinery, pydantic itself and boto3/botocore, not our code; lazy imports of our own "
-            "modules do not move it. Provisioned concurrency or SnapStart for Python are the levers in AWS.")  # fmt: skip
+            "modules do not move it. Provisioned concurrency or SnapStart for Python are the levers in AWS."
+        )
     shutil.rmtree(".bench", ignore_errors=True)
 
 

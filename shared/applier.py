@@ -81,9 +81,11 @@ class EventApplier:
         self._clock = clock
         self._max_attempts = max_attempts
 
-    def apply(self, event: LoanEvent, current: ControlRecord | None = None) -> Decision:
+    def apply(self, event: LoanEvent, current: ControlRecord | None = None, confirm_noop: bool = True) -> Decision:
         """Apply `event`; returns what happened and the record as it now stands. `current` saves
-        the first read when the caller just read the record (a stale one only loses the CAS)."""
+        the first read when the caller just read the record (a stale one only loses the CAS). With
+        `confirm_noop`, a no-op decided on the caller's copy is re-read so the answer is the freshest
+        record (road 1 returns it to the agent); road 2 needs no answer and skips that read."""
         for _ in range(self._max_attempts):
             supplied, current = current, None
             record = supplied or self._store.get(event.journeyId)
@@ -91,7 +93,7 @@ class EventApplier:
                 raise JourneyNotFound(event.journeyId)
             decision = decide(record, event, self._clock())
             if decision.outcome is not Outcome.APPLIED:
-                if supplied is not None:
+                if supplied is not None and confirm_noop:
                     continue  # answer with the freshest record, not the caller's copy
                 return decision
             if self._store.replace(decision.record, expected_version=record.version):

@@ -12,10 +12,16 @@ from shared.dynamo import error_code, from_item, to_item
 from shared.outbox import journey_pk
 
 CONTROL_SK = "CONTROL"
+BATCH_GET_LIMIT = 100
 
 
 def control_key(journey_id: str) -> dict[str, Any]:
     return to_item({"pk": journey_pk(journey_id), "sk": CONTROL_SK})
+
+
+def _record(item: dict[str, Any]) -> ControlRecord:
+    values = from_item(item)
+    return ControlRecord.model_validate({name: values.get(name) for name in ControlRecord.model_fields})
 
 
 def control_item(record: ControlRecord) -> dict[str, Any]:
@@ -30,10 +36,22 @@ class DynamoControlRecordStore:
     def get(self, journey_id: str) -> ControlRecord | None:
         response = self._client.get_item(TableName=self._table, Key=control_key(journey_id), ConsistentRead=True)
         item = response.get("Item")
-        if item is None:
-            return None
-        values = from_item(item)
-        return ControlRecord.model_validate({name: values.get(name) for name in ControlRecord.model_fields})
+        return None if item is None else _record(item)
+
+    def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]:
+        """One BatchGetItem per 100 journeys (retrying unprocessed keys), strongly consistent."""
+        records: dict[str, ControlRecord] = {}
+        unique = list(dict.fromkeys(journey_ids))
+        for start in range(0, len(unique), BATCH_GET_LIMIT):
+            request = {self._table: {"Keys": [control_key(j) for j in unique[start : start + BATCH_GET_LIMIT]],
+                                     "ConsistentRead": True}}  # fmt: skip
+            while request:
+                response = self._client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self._table, []):
+                    record = _record(item)
+                    records[record.journeyId] = record
+                request = response.get("UnprocessedKeys") or {}
+        return records
 
     def replace(self, record: ControlRecord, expected_version: int) -> bool:
         try:

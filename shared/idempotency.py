@@ -14,6 +14,12 @@ HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
 DEFAULT_RECEIPT_TTL_SECONDS = 30 * 24 * 3600  # longer than the longest redelivery path (14-day DLQ)
+RECEIPT_SK = "RECEIPT"
+
+
+def receipt_key(key: str) -> dict[str, str]:
+    """Where a key's receipt lives in its service's table (each service owns its receipts)."""
+    return {"pk": f"RECEIPT#{key}", "sk": RECEIPT_SK}
 
 
 def require_key(key: str | None) -> str:
@@ -39,6 +45,22 @@ class Receipt:
     request_hash: str
     status: int
     body: str
+
+    def to_values(self, expires_at: int, **extra: Any) -> dict[str, Any]:
+        """The receipt as item values (TTL attribute `expiresAt`), with `extra` attributes."""
+        return {
+            **receipt_key(self.key),
+            "idempotencyKey": self.key,
+            "requestHash": self.request_hash,
+            "status": self.status,
+            "body": self.body,
+            "expiresAt": expires_at,
+            **extra,
+        }
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> Receipt:
+        return cls(values["idempotencyKey"], values["requestHash"], int(values["status"]), values["body"])
 
     def replay_for(self, request_hash: str) -> Receipt:
         """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""

@@ -14,6 +14,7 @@ from functions.consumer.service import EventConsumer
 from functions.consumer.settings import ConsumerSettings
 from shared import aws
 from shared.applier import EventApplier
+from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore
 
 logger = Logger(child=True)
@@ -27,15 +28,16 @@ def build_consumer(settings: ConsumerSettings, metrics: Metrics) -> EventConsume
     store = DynamoControlRecordStore(
         aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.journeys_table_name
     )
-    return EventConsumer(EventApplier(store, clock=utc_now), metrics)
+    return EventConsumer(EventApplier(store, clock=utc_now), store, metrics)
 
 
 def build(settings: ConsumerSettings, metrics: Metrics) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     consumer = build_consumer(settings, metrics)
+    known: dict[str, ControlRecord] = {}
 
     def record_handler(record: SQSRecord) -> None:
         try:
-            consumer.consume(record.body)
+            consumer.consume(record.body, known)
         except Exception:
             logger.exception(
                 "message failed",
@@ -44,6 +46,8 @@ def build(settings: ConsumerSettings, metrics: Metrics) -> Callable[[dict[str, A
             raise
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        known.clear()
+        known.update(consumer.prefetch([str(record.get("body", "")) for record in event.get("Records", [])]))
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         return dict(process_partial_response(event, record_handler, processor, context))
 

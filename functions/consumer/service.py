@@ -3,12 +3,15 @@ Nearly every event is already applied (a no-op); stale and out-of-order events c
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import ValidationError
 
 from shared import metric_names as names
 from shared.applier import EventApplier, Outcome
+from shared.control_record import ControlRecord
 from shared.events import LoanEvent
 
 logger = Logger(child=True)
@@ -20,25 +23,46 @@ _METRIC = {
 }
 
 
+class RecordReader(Protocol):
+    def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]:
+        """Strongly consistent reads of several records at once (absent ones are left out)."""
+        ...
+
+
 class MalformedEvent(Exception):
     """The message is not an event of the shared schema; it will reach the DLQ."""
 
 
 class EventConsumer:
-    def __init__(self, applier: EventApplier, metrics: Metrics) -> None:
+    def __init__(self, applier: EventApplier, store: RecordReader, metrics: Metrics) -> None:
         self._applier = applier
+        self._store = store
         self._metrics = metrics
 
-    def consume(self, body: str) -> Outcome:
+    def prefetch(self, bodies: list[str]) -> dict[str, ControlRecord]:
+        """The Control Records a batch's events are about, in one read (most events are duplicates
+        that need nothing else)."""
+        journeys = []
+        for body in bodies:
+            try:
+                journeys.append(LoanEvent.model_validate_json(body).journeyId)
+            except ValidationError:
+                continue
+        return self._store.get_many(journeys) if journeys else {}
+
+    def consume(self, body: str, known: dict[str, ControlRecord] | None = None) -> Outcome:
         """Apply one message body. Raises for a message that must be retried (and, after its
-        receives, land in the DLQ): malformed, or about a journey that does not exist."""
+        receives, land in the DLQ): malformed, or about a journey that does not exist. `known`
+        holds records already read for this batch; it is kept up to date as events apply."""
         try:
             event = LoanEvent.model_validate_json(body)
         except ValidationError as error:
             self._metrics.add_metric(name=names.EVENTS_FAILED, unit=MetricUnit.Count, value=1)
             raise MalformedEvent(f"not a loan event: {error.error_count()} schema errors") from error
+        known = {} if known is None else known
         try:
-            decision = self._applier.apply(event)
+            decision = self._applier.apply(event, current=known.get(event.journeyId), confirm_noop=False)
+            known[event.journeyId] = decision.record
         except Exception:
             self._metrics.add_metric(name=names.EVENTS_FAILED, unit=MetricUnit.Count, value=1)
             raise

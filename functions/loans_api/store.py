@@ -13,10 +13,9 @@ from functions.loans_api.domain import Change, EntityKind, EntityWrite, Ledger
 from shared import outbox
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import LoanSnapshot
-from shared.idempotency import Receipt
+from shared.idempotency import Receipt, receipt_key
 
 LEDGER_SK = "LEDGER"
-RECEIPT_SK = "RECEIPT"
 POINTER_SK = "POINTER"
 
 # Positions of the fixed items in every command's transaction; domain writes follow.
@@ -61,15 +60,6 @@ class LoanStore(Protocol):
     def read_journey(self, journey_id: str) -> JourneyTruth | None: ...
 
 
-def _receipt_from(values: dict[str, Any]) -> Receipt:
-    return Receipt(
-        key=values["idempotencyKey"],
-        request_hash=values["requestHash"],
-        status=int(values["status"]),
-        body=values["body"],
-    )
-
-
 class DynamoLoanStore:
     """LoanStore on one DynamoDB table (single-table design, see DESIGN.md section 6)."""
 
@@ -90,8 +80,8 @@ class DynamoLoanStore:
         return self._get(f"{kind}#{entity_id}", POINTER_SK)
 
     def get_receipt(self, key: str) -> Receipt | None:
-        item = self._get(f"RECEIPT#{key}", RECEIPT_SK)
-        return None if item is None else _receipt_from(item)
+        item = self._get(**receipt_key(key))
+        return None if item is None else Receipt.from_values(item)
 
     def read_journey(self, journey_id: str) -> JourneyTruth | None:
         items = self._query_partition(outbox.journey_pk(journey_id))
@@ -167,7 +157,7 @@ class DynamoLoanStore:
         codes = [str(reason.get("Code") or "None") for reason in reasons]
         if codes and codes[_RECEIPT] == "ConditionalCheckFailed":
             old = reasons[_RECEIPT].get("Item")
-            return CommitOutcome(CommitStatus.REPLAY, _receipt_from(from_item(old)) if old else None)
+            return CommitOutcome(CommitStatus.REPLAY, Receipt.from_values(from_item(old)) if old else None)
         if "TransactionConflict" in codes or (len(codes) > _LEDGER and codes[_LEDGER] == "ConditionalCheckFailed"):
             return CommitOutcome(CommitStatus.CONFLICT)
         if "ConditionalCheckFailed" in codes:
@@ -179,17 +169,7 @@ class DynamoLoanStore:
             "Put": {
                 "TableName": self._table,
                 "Item": to_item(
-                    {
-                        "pk": f"RECEIPT#{receipt.key}",
-                        "sk": RECEIPT_SK,
-                        "idempotencyKey": receipt.key,
-                        "requestHash": receipt.request_hash,
-                        "status": receipt.status,
-                        "body": receipt.body,
-                        "journeyId": change.event.journeyId,
-                        "eventId": change.event.eventId,
-                        "expiresAt": expires_at,
-                    }
+                    receipt.to_values(expires_at, journeyId=change.event.journeyId, eventId=change.event.eventId)
                 ),
                 "ConditionExpression": "attribute_not_exists(pk)",
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

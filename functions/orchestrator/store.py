@@ -10,28 +10,15 @@ from botocore.exceptions import ClientError
 from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
-from shared.idempotency import Receipt
-
-RECEIPT_SK = "RECEIPT"
+from shared.idempotency import Receipt, receipt_key
 
 
 def _receipt_item(receipt: Receipt, expires_at: int) -> dict[str, Any]:
-    return to_item(
-        {
-            "pk": f"RECEIPT#{receipt.key}",
-            "sk": RECEIPT_SK,
-            "idempotencyKey": receipt.key,
-            "requestHash": receipt.request_hash,
-            "status": receipt.status,
-            "body": receipt.body,
-            "expiresAt": expires_at,
-        }
-    )
+    return to_item(receipt.to_values(expires_at))
 
 
 def _receipt_from(item: dict[str, Any]) -> Receipt:
-    values = from_item(item)
-    return Receipt(values["idempotencyKey"], values["requestHash"], int(values["status"]), values["body"])
+    return Receipt.from_values(from_item(item))
 
 
 class DynamoJourneyStore(DynamoControlRecordStore):
@@ -68,9 +55,7 @@ class DynamoJourneyStore(DynamoControlRecordStore):
         return None
 
     def get_receipt(self, key: str) -> Receipt | None:
-        response = self._client.get_item(
-            TableName=self._table, Key=to_item({"pk": f"RECEIPT#{key}", "sk": RECEIPT_SK}), ConsistentRead=True
-        )
+        response = self._client.get_item(TableName=self._table, Key=to_item(receipt_key(key)), ConsistentRead=True)
         item = response.get("Item")
         return None if item is None else _receipt_from(item)
 
