@@ -185,6 +185,7 @@ class LoadResult:
     agents: int
     journeys_per_second: float
     latencies_ms: list[float]
+    errors: Counter[int]
 
 
 def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
@@ -192,6 +193,8 @@ def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
     latencies: list[float] = []
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
+
+    errors: Counter[int] = Counter()
 
     def call(method: str, path: str, body: Any = None) -> Any:
         import json
@@ -205,22 +208,26 @@ def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
         )
         with lock:
             latencies.append((time.monotonic() - started) * 1000)
-        return json.loads(response.data)
+            if response.status >= 400:
+                errors[response.status] += 1
+        return json.loads(response.data) if response.status < 400 else None
 
     def agent(_: int) -> int:
         done = 0
         while time.monotonic() < deadline:
-            journey_id = call("POST", "/journeys", {"customerId": "load"})["journeyId"]
-            call("POST", f"/journeys/{journey_id}/simulate", {"amount": 10000, "termMonths": 36})
-            call("POST", f"/journeys/{journey_id}/accept")
-            call("POST", f"/journeys/{journey_id}/disburse")
-            done += 1
+            record = call("POST", "/journeys", {"customerId": "load"})
+            if record is None:
+                continue
+            journey_id = record["journeyId"]
+            steps = (("simulate", {"amount": 10000, "termMonths": 36}), ("accept", None), ("disburse", None))
+            if all(call("POST", f"/journeys/{journey_id}/{name}", body) is not None for name, body in steps):
+                done += 1
         return done
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=agents) as pool:
         journeys = sum(pool.map(agent, range(agents)))
-    return LoadResult(agents, journeys / (time.monotonic() - started), latencies)
+    return LoadResult(agents, journeys / (time.monotonic() - started), latencies, errors)
 
 
 def backstop_lag(api: str, loans_api: str, samples: int) -> list[float]:
@@ -501,13 +508,13 @@ def _report(
     say("")
     say("## 3. Local runtime under load (orchestrator and loans-api each in 4 worker processes)")
     say("")
-    say("| concurrent agents | journeys/s | command p50 ms | p95 ms | p99 ms |")
-    say("|---|---|---|---|---|")
+    say("| concurrent agents | journeys/s | command p50 ms | p95 ms | p99 ms | errors |")
+    say("|---|---|---|---|---|---|")
     for result in loads:
         lat = result.latencies_ms
         say(
             f"| {result.agents} | {result.journeys_per_second:.2f} | {percentile(lat, 50):.0f} | "
-            f"{percentile(lat, 95):.0f} | {percentile(lat, 99):.0f} |"
+            f"{percentile(lat, 95):.0f} | {percentile(lat, 99):.0f} | {dict(result.errors) or 0} |"
         )
     p99 = percentile(lags, 99)
     say("")

@@ -6,12 +6,18 @@ that were undone (the relay would publish phantom events of a cancelled transact
 iterators stay bound to the discarded shard (new records stop reaching the relay), and every
 transaction copies the whole table. DynamoDB checks every condition first and then writes all or
 nothing; this module gives moto that behaviour. It relies on the endpoint serving one request at a
-time (see moto_server), which makes check-then-write atomic."""
+time (see moto_server), which makes check-then-write atomic.
+
+It also honours ClientRequestToken, as DynamoDB does (botocore fills one in): a transaction retried
+with the same token after its reply was lost (say, a read timeout) succeeds again instead of failing
+on the conditions its own first attempt satisfied."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from moto.core.responses import ActionResult
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     MultipleTransactionsException,
@@ -20,6 +26,7 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.responses import DynamoHandler
 
 _OPERATIONS = {"ConditionCheck", "Put", "Delete", "Update"}
 
@@ -92,6 +99,22 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
         _write(self, op_type, op, key)
 
 
+_committed_tokens: dict[str, str] = {}
+_original_response = DynamoHandler.transact_write_items
+
+
+def _transact_write_items_response(self: DynamoHandler) -> ActionResult:
+    token = self.body.get("ClientRequestToken")
+    request = json.dumps(self.body.get("TransactItems"), sort_keys=True)
+    if token is not None and _committed_tokens.get(token) == request:
+        return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
+    result = _original_response(self)
+    if token is not None:
+        _committed_tokens[token] = request
+    return result
+
+
 def install() -> None:
     """Replace moto's TransactWriteItems (idempotent)."""
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    DynamoHandler.transact_write_items = _transact_write_items_response  # type: ignore[method-assign]

@@ -236,3 +236,15 @@ def test_unknown_things_are_404_problems(loans_api):
     ):
         assert response.status == 404
         assert response.headers["Content-Type"] == "application/problem+json"
+
+
+def test_a_transaction_retried_with_its_token_succeeds_again(dynamodb, resources):
+    # Given a committed transaction (botocore retries a timed-out call with the same token)
+    items = [{"Put": {"TableName": resources.loans_table, "Item": to_item({"pk": "T#1", "sk": "T"}),
+                      "ConditionExpression": "attribute_not_exists(pk)"}}]  # fmt: skip
+    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-1")
+    # When it arrives again with the same token, Then it succeeds (as in DynamoDB), writing nothing new
+    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-1")
+    # And without the token its condition fails, as it should
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+        dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-2")
