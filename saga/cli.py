@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import signal
@@ -90,6 +91,13 @@ def _target(args: argparse.Namespace) -> Any:
     return ops.local_target(endpoint, args.region, args.api_url.rstrip("/"), args.loans_api_url.rstrip("/"))
 
 
+def _wait_for(stop: threading.Event) -> None:
+    """Wait in short slices: a signal the kernel delivers to another thread only runs its Python
+    handler when the main thread wakes up, and a main thread blocked for good would never stop."""
+    while not stop.wait(0.2):
+        pass
+
+
 def _run_local(args: argparse.Namespace) -> int:
     for name, value in _FAKE_AWS.items():
         os.environ.setdefault(name, value)
@@ -103,6 +111,7 @@ def _run_local(args: argparse.Namespace) -> int:
     from saga.local.runtime import LocalRuntime, RuntimeConfig
 
     Logger(service="saga-local", level=args.log_level.upper())  # the parent of every function's logger
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack: why is it stuck?
     stop = threading.Event()
 
     def on_signal(signum: int, _: Any) -> None:
@@ -130,7 +139,7 @@ def _run_local(args: argparse.Namespace) -> int:
             print(f"orchestrator -> loans-api via {args.loans_api_url}")
         print("relay, consumer and sweeper are polling; `saga status` shows the outbox and queues")
         print(f"ready in {time.monotonic() - started:.1f}s; Ctrl-C stops", flush=True)
-        stop.wait()
+        _wait_for(stop)
     except OSError as error:
         print(f"saga local: cannot start: {error}", file=sys.stderr)
         return 1
@@ -148,7 +157,7 @@ def _run_proxy(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"fault proxy control API on {server.control_url}; ready", flush=True)
-    stop.wait()
+    _wait_for(stop)
     server.stop()
     return 0
 

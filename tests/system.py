@@ -157,6 +157,8 @@ def stop_local(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout
     try:
         return process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)  # the stacks go to its log, for the failure message
+        time.sleep(1)
         process.kill()
         process.wait()
         return -9

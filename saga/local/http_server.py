@@ -19,6 +19,12 @@ ProxyHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: a burst of concurrent agents would be reset.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class ApiServer:
     """Serves `handler` on host:port. `health` (when given) must say True for GET /health to reach
     the handler; otherwise the server answers 503 itself, naming the parts that are down."""
@@ -48,8 +54,7 @@ class ApiServer:
 
         self._handler = handler
         self._health = health
-        self._server = ThreadingHTTPServer((host, port), _Request)
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), _Request)
         self._thread = threading.Thread(target=self._server.serve_forever, name=f"http-{name}", daemon=True)
 
     @property
