@@ -3,7 +3,7 @@ names, keys, indexes, streams, TTL and redrive. Nothing here talks to AWS."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
@@ -43,7 +43,6 @@ class QueueSpec:
     retention_days: int = 4
     dead_letter: QueueSpec | None = None
     max_receive_count: int = 3
-    tags: tuple[str, ...] = field(default=())
 
 
 LOANS_TABLE = TableSpec(
