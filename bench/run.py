@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -564,7 +563,6 @@ def _report(
             "OpenAPI/pydantic machinery, pydantic itself and boto3/botocore, not our code; lazy imports of our own "
             "modules do not move it. Provisioned concurrency or SnapStart for Python are the levers in AWS."
         )
-    shutil.rmtree(".bench", ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -209,17 +209,15 @@ def hooked() -> Iterator[tuple[System, CrashAfterPublish, CrashMidBatch]]:
 
 
 def commit_directly(system: System, jid: str) -> list[dict[str, Any]]:
-    """loans-api commits a simulation, an acceptance and a re-simulation the orchestrator never hears of."""
-    replies = []
-    for body, path in (({"journeyId": jid, "amount": 5000, "termMonths": 12}, "/simulations"),):
-        status, reply, _ = system.call("POST", system.loans_url + path, body, {"Idempotency-Key": f"{jid}-1"})
-        assert status == 201
-        replies.append(reply)
-    status, reply, _ = system.call("POST", system.loans_url + "/acceptances",
-                                   {"journeyId": jid, "simulationId": replies[0]["simulationId"]},
+    """loans-api commits a simulation and its acceptance; the orchestrator never hears of them."""
+    status, simulation, _ = system.call("POST", f"{system.loans_url}/simulations",
+                                        {"journeyId": jid, "amount": 5000, "termMonths": 12},
+                                        {"Idempotency-Key": f"{jid}-1"})  # fmt: skip
+    assert status == 201
+    _, acceptance, _ = system.call("POST", f"{system.loans_url}/acceptances",
+                                   {"journeyId": jid, "simulationId": simulation["simulationId"]},
                                    {"Idempotency-Key": f"{jid}-2"})  # fmt: skip
-    replies.append(reply)
-    return replies
+    return [simulation, acceptance]
 
 
 def test_5_the_relay_killed_between_publish_and_mark_republishes_and_the_consumer_dedups(hooked):
