@@ -22,7 +22,7 @@ from functions.loans_api import domain
 from functions.loans_api.domain import Change, Ledger
 from shared import aws, problems
 from shared.dynamo import from_item, to_item
-from shared.events import LoanSnapshot
+from shared.events import LoanEvent
 
 PEER_TABLE = "peer-loans"
 PEER_IDEMPOTENCY_TABLE = "peer-idempotency"
@@ -53,9 +53,9 @@ def build(endpoint_url: str, topic_arn: str, region: str = "us-east-1") -> probl
         item = dynamodb.get_item(TableName=PEER_TABLE, Key=to_item({"pk": journey_id, "sk": "STATE"}),
                                  ConsistentRead=True).get("Item")  # fmt: skip
         if item is None:
-            return Ledger.empty(journey_id)
+            return Ledger(journey_id)
         values = from_item(item)
-        return Ledger(journey_id, int(values["seq"]), LoanSnapshot.model_validate(values["snapshot"]))
+        return Ledger(journey_id, LoanEvent.model_validate(values["event"]))
 
     def persist(change: Change) -> dict[str, Any]:
         journey = change.event.journeyId
@@ -69,12 +69,9 @@ def build(endpoint_url: str, topic_arn: str, region: str = "us-east-1") -> probl
                 dynamodb.update_item(TableName=PEER_TABLE, Key=to_item(key), UpdateExpression="SET #s = :s",
                                      ExpressionAttributeNames={"#s": "status"},
                                      ExpressionAttributeValues=to_item({":s": write.status}))  # fmt: skip
-        after = change.ledger_after
         dynamodb.put_item(
             TableName=PEER_TABLE,
-            Item=to_item(
-                {"pk": journey, "sk": "STATE", "seq": after.seq, "snapshot": after.snapshot.model_dump(mode="json")}
-            ),
+            Item=to_item({"pk": journey, "sk": "STATE", "event": change.event.model_dump(mode="json")}),
         )
         sns.publish(TopicArn=topic_arn, Message=change.event.model_dump_json())  # the dual write
         return {"status": change.status_code, "body": change.response}

@@ -9,13 +9,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from infra import packaging
 from shared import metric_names as names
 from shared.tables import CONSUMER_TIMEOUT_SECONDS
 
-# API Gateway gives up after 29 s; the orchestrator's worst case (tests/unit/test_retry.py) fits
-# under 28 s, and the function must not outlive the integration.
-ORCHESTRATOR_TIMEOUT = Duration.seconds(28)
+# API Gateway gives up after 29 s; the function must not outlive the integration, and each request
+# budgets its own steps against this timeout (functions/orchestrator/deadline.py).
+ORCHESTRATOR_TIMEOUT = Duration.seconds(FUNCTION_TIMEOUT_SECONDS)
 # loans-api answers within the orchestrator's per-attempt read timeout in normal operation; the
 # function limit only bounds a stuck invocation.
 LOANS_API_TIMEOUT = Duration.seconds(10)

@@ -12,10 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 LoanState = Literal["created", "simulated", "accepted", "disbursed", "cancelled"]
 EventType = Literal[
     "SimulationCreated",
-    "SimulationCancelled",
     "AcceptanceCreated",
-    "AcceptanceCancelled",
     "LoanDisbursed",
+    "JourneyCancelled",
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from shared.errors import IdempotencyKeyReused, MissingIdempotencyKey
@@ -32,9 +33,17 @@ def require_key(key: str | None) -> str:
 
 
 def fingerprint(method: str, path: str, body: Any) -> str:
-    """A hash of what the request asks for: canonical JSON, so key order and spacing do not count."""
-    canonical = json.dumps([method.upper(), path, body], sort_keys=True, separators=(",", ":"), default=str)
+    """A hash of what the request asks for. Give it the validated request (`model.model_dump()`), not
+    the raw text: canonical JSON, so key order and spacing do not count, and decimals are normalized,
+    so `10000`, `10000.0` and `1e4` are the same amount."""
+    canonical = json.dumps([method.upper(), path, body], sort_keys=True, separators=(",", ":"), default=_canonical)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f")
+    return str(value)
 
 
 @dataclass(frozen=True)

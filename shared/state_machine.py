@@ -32,10 +32,6 @@ TRANSITIONS: dict[tuple[LoanState, Command], LoanState] = {
     ("accepted", "cancel"): "cancelled",
 }
 
-# Intermediate states that compensations pass through (re-simulating or cancelling from
-# `accepted` first cancels the acceptance, which lands on `simulated`).
-COMPENSATION_STEPS: dict[LoanState, tuple[LoanState, ...]] = {"accepted": ("simulated",)}
-
 # A command whose effect already stands is answered with the record, not refused: an agent that
 # re-calls a tool after a lost reply must not be told it did something wrong. Simulate is never
 # settled: each simulate is a new quote.
@@ -91,14 +87,13 @@ def available_actions(state: LoanState, journey_href: str) -> tuple[Action, ...]
 
 @cache
 def reachable_from(state: LoanState) -> frozenset[LoanState]:
-    """States reachable from `state` in one or more steps (commands or compensation steps)."""
+    """States reachable from `state` in one or more commands (compensations happen inside a command:
+    re-simulating from `accepted` cancels the acceptance and lands on `simulated`)."""
     seen: set[LoanState] = set()
     frontier = [state]
     while frontier:
         current = frontier.pop()
-        successors = [t for (s, _), t in TRANSITIONS.items() if s == current]
-        successors += COMPENSATION_STEPS.get(current, ())
-        for nxt in successors:
+        for nxt in (t for (s, _), t in TRANSITIONS.items() if s == current):
             if nxt not in seen:
                 seen.add(nxt)
                 frontier.append(nxt)

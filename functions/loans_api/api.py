@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
+from pydantic import BaseModel
 
 from functions.loans_api.models import (
     AcceptanceRequest,
@@ -45,9 +45,10 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
     problems.install(app)
 
-    def keyed(key: str) -> KeyedRequest:
+    def keyed(key: str, body: BaseModel | None = None) -> KeyedRequest:
         event = app.current_event
-        return KeyedRequest(key=require_key(key), method=event.http_method, path=event.path, body=event.json_body)
+        validated = None if body is None else body.model_dump()
+        return KeyedRequest(key=require_key(key), method=event.http_method, path=event.path, body=validated)
 
     def reply(result: Reply) -> Response[str]:
         headers = {REPLAYED_HEADER: "true"} if result.replayed else {}
@@ -57,35 +58,53 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         "/simulations",
         operation_id="createSimulation",
         responses=_CREATED,
-        summary="Price a loan and make it the journey's active simulation (supersedes the previous one).",
+        summary="Price a loan and make it the journey's active simulation",
+        description="In one transaction: the new simulation becomes ACTIVE, the previous one SUPERSEDED, and an "
+        "ACTIVE acceptance (if any) CANCELLED. 409 once the journey is cancelled or disbursed.",
     )
     def create_simulation(body: SimulationRequest, idempotency_key: IdempotencyKey) -> Response[str]:
-        return reply(service.create_simulation(keyed(idempotency_key), body.journeyId, body.amount, body.termMonths))
+        request = keyed(idempotency_key, body)
+        return reply(service.create_simulation(request, body.journeyId, body.amount, body.termMonths))
 
-    @app.post("/simulations/<simulation_id>/cancel", operation_id="cancelSimulation", responses=_UPDATED)
-    def cancel_simulation(simulation_id: PathId, idempotency_key: IdempotencyKey) -> Response[str]:
-        return reply(service.cancel_simulation(keyed(idempotency_key), simulation_id))
-
-    @app.post("/acceptances", operation_id="createAcceptance", responses=_CREATED)
+    @app.post(
+        "/acceptances",
+        operation_id="createAcceptance",
+        responses=_CREATED,
+        summary="Accept the journey's active simulation",
+        description="409 unless `simulationId` is the ACTIVE simulation and no acceptance is ACTIVE.",
+    )
     def create_acceptance(body: AcceptanceRequest, idempotency_key: IdempotencyKey) -> Response[str]:
-        return reply(service.create_acceptance(keyed(idempotency_key), body.journeyId, body.simulationId))
-
-    @app.post("/acceptances/<acceptance_id>/cancel", operation_id="cancelAcceptance", responses=_UPDATED)
-    def cancel_acceptance(acceptance_id: PathId, idempotency_key: IdempotencyKey) -> Response[str]:
-        return reply(service.cancel_acceptance(keyed(idempotency_key), acceptance_id))
+        return reply(service.create_acceptance(keyed(idempotency_key, body), body.journeyId, body.simulationId))
 
     @app.post(
         "/disbursements",
         operation_id="createDisbursement",
         responses=_CREATED,
         summary="Disburse the journey's active acceptance. One disbursement per journey, ever.",
+        description="409 unless `acceptanceId` is the ACTIVE acceptance; a second disbursement is refused by a "
+        "domain condition, whatever key it carries.",
     )
     def create_disbursement(body: DisbursementRequest, idempotency_key: IdempotencyKey) -> Response[str]:
-        return reply(service.create_disbursement(keyed(idempotency_key), body.journeyId, body.acceptanceId))
+        return reply(service.create_disbursement(keyed(idempotency_key, body), body.journeyId, body.acceptanceId))
+
+    @app.post(
+        "/journeys/<journey_id>/cancel",
+        operation_id="cancelJourney",
+        responses=_UPDATED,
+        summary="Cancel the journey and everything active in it",
+        description="In one transaction: the ledger says `cancelled` (created if the journey had no command yet) "
+        "and the ACTIVE acceptance and simulation are CANCELLED. Every later write for the journey is 409. "
+        "409 if the journey was disbursed or is already cancelled (a repeat with the same key replays instead).",
+    )
+    def cancel_journey(journey_id: PathId, idempotency_key: IdempotencyKey) -> Response[str]:
+        return reply(service.cancel_journey(keyed(idempotency_key), journey_id))
 
     @app.get(
         "/journeys/<journey_id>",
         operation_id="getJourneyTruth",
+        summary="The journey's truth",
+        description="`state` (in the Control Record's vocabulary) and `lastEvent` come from the ledger: applying "
+        "`lastEvent` brings any Control Record up to date. 404 while the journey has had no command.",
         responses={
             200: {
                 "description": "The journey's truth.",
@@ -96,16 +115,17 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     )
     def get_journey(journey_id: PathId) -> Response[str]:
         truth = service.journey(journey_id)
-        body: dict[str, Any] = {
-            "journeyId": truth.journey_id,
-            "seq": truth.seq,
-            "state": truth.snapshot.state,
-            "simulations": truth.simulations,
-            "acceptances": truth.acceptances,
-            "disbursement": truth.disbursement,
-            "events": truth.events,
-        }
-        return Response(status_code=200, content_type="application/json", body=json.dumps(body))
+        body = JourneyTruthResponse(
+            journeyId=truth.journey_id,
+            seq=truth.last_event.seq,
+            state=truth.last_event.snapshot.state,
+            simulations=truth.simulations,
+            acceptances=truth.acceptances,
+            disbursement=truth.disbursement,
+            events=truth.events,
+            lastEvent=truth.last_event,
+        )
+        return Response(status_code=200, content_type="application/json", body=body.model_dump_json())
 
     @app.get("/health", operation_id="health", responses={200: problems.success("Up."), **problems.problem_responses()})
     def health() -> dict[str, str]:

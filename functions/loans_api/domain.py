@@ -21,7 +21,7 @@ from shared.events import (
     SimulationSummary,
 )
 
-EntityKind = Literal["SIMULATION", "ACCEPTANCE"]
+EntityKind = Literal["SIMULATION", "ACCEPTANCE", "DISBURSEMENT"]
 
 
 def new_id() -> str:
@@ -31,15 +31,21 @@ def new_id() -> str:
 
 @dataclass(frozen=True)
 class Ledger:
-    """The journey's running truth: last sequence number and its loan snapshot."""
+    """The journey's running truth: the last event committed for it (None before the first command).
+    Its `seq` orders every command of the journey; its snapshot says where the journey stands."""
 
     journey_id: str
-    seq: int
-    snapshot: LoanSnapshot
+    last_event: LoanEvent | None = None
 
-    @classmethod
-    def empty(cls, journey_id: str) -> Ledger:
-        return cls(journey_id=journey_id, seq=0, snapshot=LoanSnapshot(journeyId=journey_id, state="created"))
+    @property
+    def seq(self) -> int:
+        return 0 if self.last_event is None else self.last_event.seq
+
+    @property
+    def snapshot(self) -> LoanSnapshot:
+        if self.last_event is None:
+            return LoanSnapshot(journeyId=self.journey_id, state="created")
+        return self.last_event.snapshot
 
 
 @dataclass(frozen=True)
@@ -47,11 +53,15 @@ class EntityWrite:
     """A domain item to create (`status` given, must not exist) or a status change guarded on
     the item still being ACTIVE."""
 
-    kind: EntityKind | Literal["DISBURSEMENT"]
+    kind: EntityKind
     entity_id: str
     status: str
     attributes: dict[str, Any] = field(default_factory=dict)
     create: bool = True
+
+    @property
+    def is_compensation(self) -> bool:
+        return not self.create and self.status == CANCELLED
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,14 @@ class Change:
 
     @property
     def ledger_after(self) -> Ledger:
-        return Ledger(self.event.journeyId, self.event.seq, self.event.snapshot)
+        return Ledger(self.event.journeyId, self.event)
+
+    @property
+    def compensations(self) -> int:
+        return sum(1 for write in self.writes if write.is_compensation)
+
+
+ACTIVE, SUPERSEDED, CANCELLED = "ACTIVE", "SUPERSEDED", "CANCELLED"
 
 
 def _event(ledger: Ledger, event_type: EventType, snapshot: LoanSnapshot, now: datetime) -> LoanEvent:
@@ -90,12 +107,16 @@ def _with_event(body: dict[str, Any], event: LoanEvent) -> dict[str, Any]:
     return {**body, "eventId": event.eventId, "seq": event.seq, "event": event.model_dump(mode="json")}
 
 
+def _cancel_active_acceptance(ledger: Ledger) -> list[EntityWrite]:
+    acceptance = ledger.snapshot.acceptance
+    return [] if acceptance is None else [EntityWrite("ACCEPTANCE", acceptance.acceptanceId, CANCELLED, create=False)]
+
+
 def create_simulation(ledger: Ledger, amount: Decimal, term_months: int, now: datetime) -> Change:
+    """Price a loan and make it the active simulation. In the same transaction the previous
+    simulation is superseded and an active acceptance is cancelled (the compensation lives inside
+    the command, so no other command of the journey can land between the two)."""
     _require_open(ledger)
-    if ledger.snapshot.acceptance is not None:
-        raise BusinessRuleViolated(
-            f"journey {ledger.journey_id} has an active acceptance; cancel it before simulating again"
-        )
     quote = pricing.quote(amount, term_months)
     simulation = SimulationSummary(
         simulationId=new_id(),
@@ -105,29 +126,40 @@ def create_simulation(ledger: Ledger, amount: Decimal, term_months: int, now: da
         monthlyPayment=quote.monthly_payment,
         totalRepayable=quote.total_repayable,
     )
-    snapshot = ledger.snapshot.model_copy(update={"state": "simulated", "simulation": simulation})
+    snapshot = ledger.snapshot.model_copy(update={"state": "simulated", "simulation": simulation, "acceptance": None})
     event = _event(ledger, "SimulationCreated", snapshot, now)
-    writes = [EntityWrite("SIMULATION", simulation.simulationId, "ACTIVE", simulation.model_dump(mode="json"))]
-    if ledger.snapshot.simulation is not None:
-        writes.append(EntityWrite("SIMULATION", ledger.snapshot.simulation.simulationId, "SUPERSEDED", create=False))
-    body = simulation_body(ledger.journey_id, simulation.model_dump(mode="json"), "ACTIVE")
+    writes = [EntityWrite("SIMULATION", simulation.simulationId, ACTIVE, simulation.model_dump(mode="json"))]
+    previous = ledger.snapshot.simulation
+    if previous is not None:
+        writes.append(EntityWrite("SIMULATION", previous.simulationId, SUPERSEDED, create=False))
+    writes += _cancel_active_acceptance(ledger)
+    body = simulation_body(ledger.journey_id, simulation.model_dump(mode="json"), ACTIVE)
+    acceptance = ledger.snapshot.acceptance
+    body["cancelledAcceptanceId"] = None if acceptance is None else acceptance.acceptanceId
     return Change(ledger, event, tuple(writes), 201, _with_event(body, event))
 
 
-def cancel_simulation(ledger: Ledger, simulation: dict[str, Any], now: datetime) -> Change:
-    """`simulation` holds the simulation's creation attributes (as in `SimulationSummary`)."""
+def cancel_journey(ledger: Ledger, now: datetime) -> Change:
+    """Cancel the journey: the ledger says `cancelled` (it is created if the journey had no command
+    yet), and the active acceptance and simulation are cancelled, all in one transaction. Every
+    later write for the journey is refused by `_require_open`."""
+    if ledger.snapshot.state == "disbursed":
+        raise BusinessRuleViolated(f"journey {ledger.journey_id} was disbursed: it cannot be cancelled")
     _require_open(ledger)
-    active = ledger.snapshot.simulation
-    simulation_id = simulation["simulationId"]
-    if active is None or active.simulationId != simulation_id:
-        raise BusinessRuleViolated(f"simulation {simulation_id} is no longer ACTIVE")
-    if ledger.snapshot.acceptance is not None:
-        raise BusinessRuleViolated(f"simulation {simulation_id} has an active acceptance; cancel the acceptance first")
-    snapshot = ledger.snapshot.model_copy(update={"state": "cancelled", "simulation": None})
-    event = _event(ledger, "SimulationCancelled", snapshot, now)
-    writes = (EntityWrite("SIMULATION", simulation_id, "CANCELLED", create=False),)
-    body = simulation_body(ledger.journey_id, simulation, "CANCELLED")
-    return Change(ledger, event, writes, 200, _with_event(body, event))
+    writes = _cancel_active_acceptance(ledger)
+    simulation = ledger.snapshot.simulation
+    if simulation is not None:
+        writes.append(EntityWrite("SIMULATION", simulation.simulationId, CANCELLED, create=False))
+    snapshot = ledger.snapshot.model_copy(update={"state": "cancelled", "simulation": None, "acceptance": None})
+    event = _event(ledger, "JourneyCancelled", snapshot, now)
+    acceptance = ledger.snapshot.acceptance
+    body = {
+        "journeyId": ledger.journey_id,
+        "state": "cancelled",
+        "cancelledSimulationId": None if simulation is None else simulation.simulationId,
+        "cancelledAcceptanceId": None if acceptance is None else acceptance.acceptanceId,
+    }
+    return Change(ledger, event, tuple(writes), 200, _with_event(body, event))
 
 
 def create_acceptance(ledger: Ledger, simulation_id: str, now: datetime) -> Change:
@@ -142,22 +174,9 @@ def create_acceptance(ledger: Ledger, simulation_id: str, now: datetime) -> Chan
     acceptance = AcceptanceSummary(acceptanceId=new_id(), simulationId=simulation_id)
     snapshot = ledger.snapshot.model_copy(update={"state": "accepted", "acceptance": acceptance})
     event = _event(ledger, "AcceptanceCreated", snapshot, now)
-    writes = (EntityWrite("ACCEPTANCE", acceptance.acceptanceId, "ACTIVE", acceptance.model_dump(mode="json")),)
-    body = acceptance_body(ledger.journey_id, acceptance.model_dump(mode="json"), "ACTIVE")
+    writes = (EntityWrite("ACCEPTANCE", acceptance.acceptanceId, ACTIVE, acceptance.model_dump(mode="json")),)
+    body = acceptance_body(ledger.journey_id, acceptance.model_dump(mode="json"), ACTIVE)
     return Change(ledger, event, writes, 201, _with_event(body, event))
-
-
-def cancel_acceptance(ledger: Ledger, acceptance: dict[str, Any], now: datetime) -> Change:
-    _require_open(ledger)
-    active = ledger.snapshot.acceptance
-    acceptance_id = acceptance["acceptanceId"]
-    if active is None or active.acceptanceId != acceptance_id:
-        raise BusinessRuleViolated(f"acceptance {acceptance_id} is no longer ACTIVE")
-    snapshot = ledger.snapshot.model_copy(update={"state": "simulated", "acceptance": None})
-    event = _event(ledger, "AcceptanceCancelled", snapshot, now)
-    writes = (EntityWrite("ACCEPTANCE", acceptance_id, "CANCELLED", create=False),)
-    body = acceptance_body(ledger.journey_id, acceptance, "CANCELLED")
-    return Change(ledger, event, writes, 200, _with_event(body, event))
 
 
 def create_disbursement(ledger: Ledger, acceptance_id: str, now: datetime) -> Change:

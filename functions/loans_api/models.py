@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.events import Message
+from shared.events import LoanEvent, LoanState, Message
 from shared.loan_terms import Amount, EntityId, TermMonths
 
 
@@ -27,8 +27,9 @@ class DisbursementRequest(Message):
 class JourneyTruthResponse(Message):
     journeyId: str
     seq: int
-    state: str
+    state: LoanState
     simulations: list[dict[str, Any]]
     acceptances: list[dict[str, Any]]
     disbursement: dict[str, Any] | None
     events: list[dict[str, Any]]
+    lastEvent: LoanEvent

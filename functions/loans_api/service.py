@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.loans_api import domain
-from functions.loans_api.domain import Change, EntityKind, Ledger
+from functions.loans_api.domain import Change
 from functions.loans_api.store import CommitStatus, JourneyTruth, LoanStore
 from shared import metric_names as names
 from shared.errors import BusinessRuleViolated, DomainError, NotFound, StoreContention
@@ -36,6 +36,9 @@ class Reply:
 
 @dataclass(frozen=True)
 class KeyedRequest:
+    """A write and its Idempotency-Key. `body` is the VALIDATED request (its JSON form), so
+    `10000`, `10000.0` and `1e4` fingerprint alike: the same request, whatever its spelling."""
+
     key: str
     method: str
     path: str
@@ -71,29 +74,18 @@ class LoansService:
             lambda now: domain.create_simulation(self._store.read_ledger(journey_id), amount, term_months, now),
         )
 
-    def cancel_simulation(self, request: KeyedRequest, simulation_id: str) -> Reply:
-        def decide(now: datetime) -> Change:
-            simulation, ledger = self._entity_and_ledger("SIMULATION", simulation_id)
-            return domain.cancel_simulation(ledger, simulation, now)
-
-        return self._execute(request, decide)
-
     def create_acceptance(self, request: KeyedRequest, journey_id: str, simulation_id: str) -> Reply:
         return self._execute(
             request, lambda now: domain.create_acceptance(self._store.read_ledger(journey_id), simulation_id, now)
         )
 
-    def cancel_acceptance(self, request: KeyedRequest, acceptance_id: str) -> Reply:
-        def decide(now: datetime) -> Change:
-            acceptance, ledger = self._entity_and_ledger("ACCEPTANCE", acceptance_id)
-            return domain.cancel_acceptance(ledger, acceptance, now)
-
-        return self._execute(request, decide)
-
     def create_disbursement(self, request: KeyedRequest, journey_id: str, acceptance_id: str) -> Reply:
         return self._execute(
             request, lambda now: domain.create_disbursement(self._store.read_ledger(journey_id), acceptance_id, now)
         )
+
+    def cancel_journey(self, request: KeyedRequest, journey_id: str) -> Reply:
+        return self._execute(request, lambda now: domain.cancel_journey(self._store.read_ledger(journey_id), now))
 
     def journey(self, journey_id: str) -> JourneyTruth:
         truth = self._store.read_journey(journey_id)
@@ -102,12 +94,6 @@ class LoansService:
         return truth
 
     # -- the envelope ----------------------------------------------------------------------------
-
-    def _entity_and_ledger(self, kind: EntityKind, entity_id: str) -> tuple[dict[str, Any], Ledger]:
-        entity = self._store.find_entity(kind, entity_id)
-        if entity is None:
-            raise NotFound(f"{kind.lower()} {entity_id} does not exist")
-        return entity, self._store.read_ledger(entity["journeyId"])
 
     def _execute(self, request: KeyedRequest, decide: Callable[[datetime], Change]) -> Reply:
         """Decide and commit with the key's receipt in the same transaction. A receipt that already
@@ -126,6 +112,10 @@ class LoansService:
             outcome = self._store.commit(change, receipt, expires_at)
             if outcome.status is CommitStatus.COMMITTED:
                 self._metrics.add_metric(name=names.COMMANDS_COMMITTED, unit=MetricUnit.Count, value=1)
+                if change.compensations:
+                    self._metrics.add_metric(
+                        name=names.COMPENSATIONS, unit=MetricUnit.Count, value=change.compensations
+                    )
                 logger.info(
                     "command committed",
                     extra={

@@ -9,14 +9,13 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from functions.loans_api.domain import Change, EntityKind, EntityWrite, Ledger
+from functions.loans_api.domain import Change, EntityWrite, Ledger
 from shared import outbox
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
-from shared.events import LoanSnapshot
+from shared.events import LoanEvent
 from shared.idempotency import Receipt, receipt_key
 
 LEDGER_SK = "LEDGER"
-POINTER_SK = "POINTER"
 
 # Positions of the fixed items in every command's transaction; domain writes follow.
 _RECEIPT, _LEDGER = 0, 1
@@ -37,11 +36,11 @@ class CommitOutcome:
 
 @dataclass(frozen=True)
 class JourneyTruth:
-    """Everything loans-api holds about one journey."""
+    """Everything loans-api holds about one journey. `last_event` is the ledger's newest event: where
+    the journey stands (its snapshot) and what any reader applies to catch up with the truth."""
 
     journey_id: str
-    seq: int
-    snapshot: LoanSnapshot
+    last_event: LoanEvent
     simulations: list[dict[str, Any]]
     acceptances: list[dict[str, Any]]
     disbursement: dict[str, Any] | None
@@ -50,8 +49,6 @@ class JourneyTruth:
 
 class LoanStore(Protocol):
     def read_ledger(self, journey_id: str) -> Ledger: ...
-
-    def find_entity(self, kind: EntityKind, entity_id: str) -> dict[str, Any] | None: ...
 
     def get_receipt(self, key: str) -> Receipt | None: ...
 
@@ -71,13 +68,7 @@ class DynamoLoanStore:
 
     def read_ledger(self, journey_id: str) -> Ledger:
         item = self._get(outbox.journey_pk(journey_id), LEDGER_SK)
-        if item is None:
-            return Ledger.empty(journey_id)
-        return Ledger(journey_id, int(item["seq"]), LoanSnapshot.model_validate(item["snapshot"]))
-
-    def find_entity(self, kind: EntityKind, entity_id: str) -> dict[str, Any] | None:
-        """The creation attributes of a simulation or acceptance, with its journeyId."""
-        return self._get(f"{kind}#{entity_id}", POINTER_SK)
+        return Ledger(journey_id, None if item is None else _ledger_event(item))
 
     def get_receipt(self, key: str) -> Receipt | None:
         item = self._get(**receipt_key(key))
@@ -100,8 +91,7 @@ class DynamoLoanStore:
         ]
         return JourneyTruth(
             journey_id=journey_id,
-            seq=int(ledger["seq"]),
-            snapshot=LoanSnapshot.model_validate(ledger["snapshot"]),
+            last_event=_ledger_event(ledger),
             simulations=entities("SIMULATION#"),
             acceptances=entities("ACCEPTANCE#"),
             disbursement=disbursements[0] if disbursements else None,
@@ -143,7 +133,7 @@ class DynamoLoanStore:
             },
         ]
         for write in change.writes:
-            items.extend(self._entity_ops(change, write))
+            items.append(self._entity_op(change, write))
         try:
             self._client.transact_write_items(TransactItems=items)
         except ClientError as error:
@@ -185,9 +175,8 @@ class DynamoLoanStore:
                     "pk": outbox.journey_pk(after.journey_id),
                     "sk": LEDGER_SK,
                     "journeyId": after.journey_id,
-                    "seq": after.seq,
-                    "snapshot": after.snapshot.model_dump(mode="json"),
-                    "updatedAt": change.event.occurredAt.isoformat(),
+                    # The newest event, whole: seq orders the journey's commands, snapshot is its state.
+                    **change.event.model_dump(mode="json"),
                 }
             ),
         }
@@ -198,47 +187,36 @@ class DynamoLoanStore:
             put["ExpressionAttributeValues"] = to_item({":seq": change.ledger_before.seq})
         return {"Put": put}
 
-    def _entity_ops(self, change: Change, write: EntityWrite) -> list[dict[str, Any]]:
+    def _entity_op(self, change: Change, write: EntityWrite) -> dict[str, Any]:
         journey_id = change.event.journeyId
         pk = outbox.journey_pk(journey_id)
         sk = write.kind if write.kind == "DISBURSEMENT" else f"{write.kind}#{write.entity_id}"
         if not write.create:
-            return [
-                {
-                    "Update": {
-                        "TableName": self._table,
-                        "Key": to_item({"pk": pk, "sk": sk}),
-                        "UpdateExpression": "SET #status = :new, updatedAt = :now",
-                        "ConditionExpression": "#status = :active",
-                        "ExpressionAttributeNames": {"#status": "status"},
-                        "ExpressionAttributeValues": to_item(
-                            {":new": write.status, ":active": "ACTIVE", ":now": change.event.occurredAt.isoformat()}
-                        ),
-                    }
-                }
-            ]
-        attributes = {**write.attributes, "journeyId": journey_id, "createdAt": change.event.occurredAt.isoformat()}
-        ops = [
-            {
-                "Put": {
+            return {
+                "Update": {
                     "TableName": self._table,
-                    # "One disbursement per journey, ever" is this condition on a fixed key.
-                    "Item": to_item({"pk": pk, "sk": sk, **attributes, "status": write.status}),
-                    "ConditionExpression": "attribute_not_exists(pk)",
+                    "Key": to_item({"pk": pk, "sk": sk}),
+                    "UpdateExpression": "SET #status = :new, updatedAt = :now",
+                    "ConditionExpression": "#status = :active",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": to_item(
+                        {":new": write.status, ":active": "ACTIVE", ":now": change.event.occurredAt.isoformat()}
+                    ),
                 }
             }
-        ]
-        if write.kind != "DISBURSEMENT":
-            ops.append(
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": to_item({"pk": f"{write.kind}#{write.entity_id}", "sk": POINTER_SK, **attributes}),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                }
-            )
-        return ops
+        attributes = {**write.attributes, "journeyId": journey_id, "createdAt": change.event.occurredAt.isoformat()}
+        return {
+            "Put": {
+                "TableName": self._table,
+                # "One disbursement per journey, ever" is this condition on a fixed key.
+                "Item": to_item({"pk": pk, "sk": sk, **attributes, "status": write.status}),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+
+def _ledger_event(item: dict[str, Any]) -> LoanEvent:
+    return LoanEvent.model_validate({name: item[name] for name in LoanEvent.model_fields})
 
 
 def _public(item: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel
 
 from functions.orchestrator.models import ControlRecordView, CreateJourneyRequest, SimulateRequest
 from functions.orchestrator.service import AgentKey, JourneyService, Result
@@ -39,7 +40,8 @@ DESCRIPTION = """Drive a loan journey for a customer: create a journey, simulate
 simulation, disburse the money, or cancel. Every response that succeeds is the journey's Control Record:
 `currentState` says where the journey is and `availableActions` lists exactly the calls that are legal next
 (follow their `href`). Every call is safe to repeat: a repeated accept, disburse or cancel returns the record
-unchanged; a repeated createJourney or simulate with the same Idempotency-Key header returns the first result.
+unchanged; a repeated createJourney or simulate with the same Idempotency-Key header creates nothing (header
+`Idempotent-Replayed: true`).
 Errors are RFC 9457 problem+json with `retryable`: when it is true, repeat the same call; when false, read
 `detail` and, on 409, pick one of the `availableActions` it carries."""
 
@@ -48,13 +50,15 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
     problems.install(app)
 
-    def agent_key(key: str | None) -> AgentKey | None:
+    def agent_key(key: str | None, body: BaseModel) -> AgentKey | None:
+        """The agent's key, fingerprinted over the VALIDATED request: `10000`, `10000.0` and `1e4`
+        are one amount, so a repeat spelled differently is still the same request."""
         if key is None:
             return None
         event = app.current_event
         return AgentKey(
             scope=f"{event.http_method} {event.path} {key}",
-            request_hash=fingerprint(event.http_method, event.path, event.json_body),
+            request_hash=fingerprint(event.http_method, event.path, body.model_dump()),
         )
 
     def respond(result: Result) -> Response[str]:
@@ -71,7 +75,7 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         tags=["journeys"],
     )
     def create_journey(body: CreateJourneyRequest, idempotency_key: AgentIdempotencyKey = None) -> Response[str]:
-        return respond(service.create(body.customerId, agent_key(idempotency_key)))
+        return respond(service.create(body.customerId, agent_key(idempotency_key, body)))
 
     @app.get(
         "/journeys/<journey_id>",
@@ -89,22 +93,27 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         operation_id="simulateLoan",
         summary="Price a loan (or re-price it)",
         description="Quotes a loan of `amount` over `termMonths` and makes it the journey's simulation. Legal in "
-        "`created`, `simulated` and `accepted` (an existing acceptance is cancelled first). Without an "
-        "Idempotency-Key each call is a new quote; with one, a repeat returns the first quote.",
+        "`created`, `simulated` and `accepted`: in one step the previous quote is superseded and an existing "
+        "acceptance is cancelled. Without an Idempotency-Key each call is a new quote. With one, a repeat (same key, "
+        "same amount and term) creates nothing and returns the journey's record with header "
+        "`Idempotent-Replayed: true`, even if the journey has moved on since; the same key with another amount or "
+        "term is 422.",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
     def simulate(
         journey_id: JourneyId, body: SimulateRequest, idempotency_key: AgentIdempotencyKey = None
     ) -> Response[str]:
-        return respond(service.simulate(journey_id, body.amount, body.termMonths, agent_key(idempotency_key)))
+        key = agent_key(idempotency_key, body)
+        return respond(service.simulate(journey_id, body.amount, body.termMonths, key))
 
     @app.post(
         "/journeys/<journey_id>/accept",
         operation_id="acceptSimulation",
         summary="Accept the current simulation",
-        description="The customer accepts the quote in `simulation`. Legal in `simulated`; repeating it in "
-        "`accepted` returns the record unchanged.",
+        description="The customer accepts the quote in `simulation`. Legal in `simulated`; repeating it once the "
+        "journey is `accepted` returns the record unchanged (header `Idempotent-Replayed: true`). If the quote was "
+        "replaced meanwhile, 409 lists what is legal now.",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
@@ -128,8 +137,9 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         "/journeys/<journey_id>/cancel",
         operation_id="cancelJourney",
         summary="Abandon the journey",
-        description="Cancels the acceptance, then the simulation, then the journey. Legal in `created`, "
-        "`simulated` and `accepted`; repeating it in `cancelled` returns the record unchanged.",
+        description="Cancels the journey and, in the same step, its acceptance and simulation; after that every "
+        "command on the journey is refused. Legal in `created`, `simulated` and `accepted`; repeating it (or "
+        "racing another cancel) returns the cancelled record. After `disbursed`: 409 with no availableActions.",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )

@@ -1,12 +1,13 @@
 """The orchestrator's composition root: adapters behind ports, the retry decorator around the loans
-client (D8), and the applier shared with the consumer."""
+client (D8), the request deadline shared by every call of a request, and the applier shared with
+the consumer."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 
 import boto3
 import urllib3
@@ -14,6 +15,7 @@ from aws_lambda_powertools import Metrics
 from uuid6 import uuid7
 
 from functions.orchestrator.api import create_app
+from functions.orchestrator.deadline import RequestDeadline
 from functions.orchestrator.loans_client import HttpLoansClient, HttpRequester, SigV4Signer
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
@@ -23,9 +25,12 @@ from functions.orchestrator.store import DynamoJourneyStore
 from shared import aws, problems
 from shared.applier import EventApplier
 
-# The orchestrator's own DynamoDB calls get a small budget so that, with the loans retry schedule,
-# a request fits API Gateway's 29 s (tests/unit/test_retry.py computes the worst case).
+# The orchestrator's own DynamoDB calls get a small budget: each call is started only if its worst
+# case fits the request's deadline (tests/integration/test_deadline.py runs every command's worst case).
 DYNAMO_BUDGET = aws.AwsCallBudget(connect_timeout=0.2, read_timeout=0.4, max_attempts=2)
+# After loans-api answered, the request still applies the event: a CAS write and, if it lost, a read
+# and a second write. A loans-api attempt is started only if it leaves this much.
+APPLY_RESERVE_SECONDS = 2 * DYNAMO_BUDGET.worst_case_seconds()
 
 
 def utc_now() -> datetime:
@@ -41,13 +46,20 @@ def retry_policy(settings: OrchestratorSettings) -> RetryPolicy:
     )
 
 
+def loans_attempt_seconds(settings: OrchestratorSettings) -> float:
+    """The worst case of one attempt at loans-api: connect and read timeouts both run out."""
+    return settings.loans_connect_timeout + settings.loans_read_timeout
+
+
 def build_service(
     settings: OrchestratorSettings,
     metrics: Metrics,
+    deadline: RequestDeadline,
     http: HttpRequester | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> JourneyService:
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url, DYNAMO_BUDGET)
+    deadline.guard_botocore(dynamodb, DYNAMO_BUDGET.worst_case_seconds())
     store = DynamoJourneyStore(dynamodb, settings.journeys_table_name)
     signer = (
         SigV4Signer(boto3.session.Session().get_credentials, settings.region) if settings.sign_loans_requests else None
@@ -58,10 +70,17 @@ def build_service(
         urllib3.Timeout(connect=settings.loans_connect_timeout, read=settings.loans_read_timeout),
         signer,
     )
-    loans = LoansGateway(RetryingLoansClient(http_client, retry_policy(settings), sleep=sleep))
+    retrying = RetryingLoansClient(
+        http_client,
+        retry_policy(settings),
+        deadline,
+        attempt_seconds=loans_attempt_seconds(settings),
+        reserve_seconds=APPLY_RESERVE_SECONDS,
+        sleep=sleep,
+    )
     return JourneyService(
         store=store,
-        loans=loans,
+        loans=LoansGateway(retrying),
         applier=EventApplier(store, clock=utc_now),
         metrics=metrics,
         clock=utc_now,
@@ -75,6 +94,15 @@ def build(
     metrics: Metrics,
     http: HttpRequester | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> problems.Handler:
-    """An API Gateway proxy handler for the orchestrator."""
-    return problems.guarded(create_app(build_service(settings, metrics, http, sleep)))
+    """An API Gateway proxy handler for the orchestrator. Each invocation starts the request's
+    deadline from the Lambda context's remaining time."""
+    deadline = RequestDeadline(monotonic)
+    guarded = problems.guarded(create_app(build_service(settings, metrics, deadline, http, sleep)))
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        deadline.start(context)
+        return guarded(event, context)
+
+    return handle

@@ -1,8 +1,13 @@
-"""The idempotency key scheme (D3). Each key says what "the same command" means:
-- a simulation key carries a nonce: a new simulate command is a new quote, a retry of one is not;
-- an acceptance key names the simulation: one acceptance per simulation;
-- the disbursement key names only the journey: one disbursement per journey, ever;
-- compensation keys name the entity they undo, so a repeated cancel is harmless."""
+"""The idempotency keys the orchestrator sends to loans-api (D3). A key names ONE attempt of ONE
+command: every retry of that call after a lost reply carries it, and no later, different command
+can ever be answered from its receipt.
+- simulate: a fresh nonce per agent request, or one derived from the agent's own Idempotency-Key,
+  so a repeat of the agent's key is answered by loans-api's receipt before any effect, however far
+  the journey has moved since;
+- accept: the simulation it accepts (a simulation is accepted at most once: re-simulating makes a
+  new one, and cancel is final);
+- disburse and cancel: the journey (each happens once per journey, ever).
+Each key is also scoped by the journey, so one agent key on two journeys makes two commands."""
 
 from __future__ import annotations
 
@@ -15,26 +20,22 @@ def new_nonce() -> str:
     return str(uuid7())
 
 
-def nonce_from_agent_key(agent_key: str) -> str:
-    """A nonce derived from the agent's own Idempotency-Key: the agent's retry replays downstream."""
-    return hashlib.sha256(agent_key.encode()).hexdigest()[:32]
+def nonce_from_agent_key(agent_key_scope: str) -> str:
+    """A nonce derived from the agent's Idempotency-Key (scoped to its operation and journey)."""
+    return hashlib.sha256(agent_key_scope.encode()).hexdigest()[:32]
 
 
 def simulation(journey_id: str, nonce: str) -> str:
-    return f"{journey_id}:simulation:{nonce}"
+    return f"{journey_id}:simulate:{nonce}"
 
 
 def acceptance(journey_id: str, simulation_id: str) -> str:
-    return f"{journey_id}:acceptance:{simulation_id}"
+    return f"{journey_id}:accept:{simulation_id}"
 
 
 def disbursement(journey_id: str) -> str:
-    return f"{journey_id}:disbursement"
+    return f"{journey_id}:disburse"
 
 
-def acceptance_cancel(journey_id: str, acceptance_id: str) -> str:
-    return f"{journey_id}:acceptance-cancel:{acceptance_id}"
-
-
-def simulation_cancel(journey_id: str, simulation_id: str) -> str:
-    return f"{journey_id}:simulation-cancel:{simulation_id}"
+def cancellation(journey_id: str) -> str:
+    return f"{journey_id}:cancel"

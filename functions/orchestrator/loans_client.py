@@ -33,12 +33,13 @@ class LoansReply:
 
 
 class TransientLoansError(Exception):
-    """A failure a retry may clear: a 5xx, or the transport failed (reset, timeout, cut body)."""
+    """A failure a retry may clear: a 5xx, a 429 (throttled), or the transport failed (reset,
+    timeout, cut body)."""
 
 
 class LoansClient(Protocol):
     def send(self, request: LoansRequest) -> LoansReply:
-        """Send one request; TransientLoansError for 5xx or transport failures."""
+        """Send one request; TransientLoansError for 5xx, 429 or transport failures."""
         ...
 
 
@@ -90,7 +91,7 @@ class HttpLoansClient:
             )
         except urllib3.exceptions.HTTPError as error:
             raise TransientLoansError(f"transport failure: {type(error).__name__}: {error}") from error
-        if response.status >= 500:
+        if response.status >= 500 or response.status == 429:
             raise TransientLoansError(f"loans-api answered {response.status}")
         try:
             payload = json.loads(response.data)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
+from functions.orchestrator.deadline import RequestDeadline
 from functions.orchestrator.loans_client import LoansClient, LoansReply, LoansRequest, TransientLoansError
 from shared.errors import UpstreamUnavailable
 
@@ -44,22 +45,33 @@ class RetryPolicy:
 
 
 class RetryingLoansClient:
-    """LoansClient decorator: retries transient failures (5xx, transport) on the schedule; any 4xx
-    is terminal and returned at once. Safe because every request carries its idempotency key."""
+    """LoansClient decorator: retries transient failures (5xx, 429, transport) on the schedule; any
+    other 4xx is terminal and returned at once. Safe because every request carries its idempotency
+    key. Every attempt and every sleep draws on the request's one deadline: an attempt is started
+    only if its worst case (`attempt_seconds`) plus what the request needs afterwards
+    (`reserve_seconds`: applying the answer) still fits; otherwise the request ends with 503."""
 
     def __init__(
         self,
         inner: LoansClient,
         policy: RetryPolicy,
+        deadline: RequestDeadline,
+        attempt_seconds: float,
+        reserve_seconds: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
         unit_random: Callable[[], float] = random.random,
     ) -> None:
         self._inner = inner
         self._policy = policy
+        self._deadline = deadline
+        self._attempt_seconds = attempt_seconds
+        self._reserve = reserve_seconds
         self._sleep = sleep
         self._random = unit_random
 
     def send(self, request: LoansRequest) -> LoansReply:
+        needed = self._attempt_seconds + self._reserve
+        self._deadline.require(needed, f"a call to loans-api ({request.method} {request.path})")
         for attempt in range(1, self._policy.attempts + 1):
             try:
                 return self._inner.send(request)
@@ -71,6 +83,12 @@ class RetryingLoansClient:
                     )
                     break
                 delay = self._policy.delay(attempt, self._random())
+                if not self._deadline.fits(delay + needed):
+                    logger.warning(
+                        "no time left in the request's budget for another attempt",
+                        extra={"path": request.path, "attempts": attempt, "error": str(error)},
+                    )
+                    break
                 logger.info(
                     "transient loans-api failure, retrying",
                     extra={
@@ -83,6 +101,7 @@ class RetryingLoansClient:
                 )
                 self._sleep(delay)
         raise UpstreamUnavailable(
-            f"loans-api did not answer after {self._policy.attempts} attempts; retrying this request is safe "
-            "(every step carries its idempotency key, so nothing is applied twice)"
+            f"loans-api did not answer within this request's attempts ({attempt} of {self._policy.attempts}); "
+            "repeating this request is safe (its one loans-api command carries its idempotency key, so nothing "
+            "is applied twice)"
         )

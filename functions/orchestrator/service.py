@@ -1,6 +1,8 @@
-"""The saga's command service (D9): checks legality on the Control Record, runs compensations in
-reverse order, calls loans-api through the gateway, and applies each returned event at once (road 1)
-through the shared applier. It knows nothing of HTTP, retries or DynamoDB."""
+"""The saga's command service (D9, D13). Each agent command is ONE loans-api command, committed in
+one transaction: loans-api's ledger alone orders a journey's commands and decides what happens
+(including compensations). The orchestrator decides only what the agent may ask for, and its
+Control Record changes only by applying the events loans-api answers with (road 1; road 2 brings
+the same events through the outbox). It knows nothing of HTTP, retries or DynamoDB."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -20,7 +22,7 @@ from shared import metric_names as names
 from shared import state_machine
 from shared.applier import EventApplier
 from shared.control_record import ControlRecord, new_control_record
-from shared.errors import BusinessRuleViolated, IllegalTransition, JourneyNotFound, StoreContention
+from shared.errors import BusinessRuleViolated, IllegalTransition, JourneyNotFound
 from shared.events import LoanEvent
 from shared.idempotency import Receipt
 from shared.state_machine import Command
@@ -34,10 +36,6 @@ class JourneyStore(Protocol):
     def replace(self, record: ControlRecord, expected_version: int) -> bool: ...
 
     def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None: ...
-
-    def get_receipt(self, key: str) -> Receipt | None: ...
-
-    def put_receipt(self, receipt: Receipt, expires_at: int) -> Receipt: ...
 
 
 @dataclass(frozen=True)
@@ -53,6 +51,10 @@ class Result:
     status: int
     body: str
     replayed: bool = False
+
+
+# Sends one loans-api command decided on `record`; returns the event it committed (or had committed).
+Send = Callable[[ControlRecord], LoanEvent]
 
 
 class JourneyService:
@@ -89,155 +91,118 @@ class JourneyService:
         record = new_control_record(self._new_journey_id(), customer_id, now)
         body = render_json(record)
         receipt = None if agent_key is None else Receipt(agent_key.scope, agent_key.request_hash, 201, body)
-        existing = self._store.create(record, receipt, self._expiry(now))
+        existing = self._store.create(record, receipt, int(now.timestamp()) + self._receipt_ttl)
         if existing is not None and agent_key is not None:
-            return self._replay(existing.replay_for(agent_key.request_hash))
+            replay = existing.replay_for(agent_key.request_hash)
+            self._count_replay()
+            return Result(replay.status, replay.body, replayed=True)
         logger.info("journey created", extra={"journey_id": record.journeyId})
         return Result(201, body)
 
     def simulate(self, journey_id: str, amount: Decimal, term_months: int, agent_key: AgentKey | None) -> Result:
-        if agent_key is not None:
-            receipt = self._store.get_receipt(agent_key.scope)
-            if receipt is not None:
-                return self._replay(receipt.replay_for(agent_key.request_hash))
-        record = self._require(journey_id, "simulate")
-        record = self._compensate_acceptance(record)
+        """With the agent's key, loans-api's receipt of that key answers a repeat before any effect,
+        wherever the journey stands now; so the Control Record's state is not consulted first."""
         nonce = keys.new_nonce() if agent_key is None else keys.nonce_from_agent_key(agent_key.scope)
-        record = self._step(record, lambda: self._loans.create_simulation(journey_id, nonce, amount, term_months))
-        body = render_json(record)
-        if agent_key is not None:
-            stored = self._store.put_receipt(
-                Receipt(agent_key.scope, agent_key.request_hash, 200, body), self._expiry(self._clock())
-            )
-            if stored.body != body:
-                return self._replay(stored.replay_for(agent_key.request_hash))
-        return Result(200, body)
-
-    def accept(self, journey_id: str) -> Result:
-        record = self.get(journey_id)
-        if state_machine.is_settled(record.currentState, "accept"):
-            return self._settled(record)
-        record = self._require(journey_id, "accept", record)
-        simulation = record.simulation
-        if simulation is None:  # a simulated record always holds its simulation
-            raise StoreContention(f"journey {journey_id} is simulated without a simulation; retry")
-        record = self._step(record, lambda: self._loans.create_acceptance(journey_id, simulation.simulationId))
-        return Result(200, render_json(record))
-
-    def disburse(self, journey_id: str) -> Result:
-        record = self.get(journey_id)
-        if state_machine.is_settled(record.currentState, "disburse"):
-            return self._settled(record)
-        record = self._require(journey_id, "disburse", record)
-        acceptance = record.acceptance
-        if acceptance is None:
-            raise StoreContention(f"journey {journey_id} is accepted without an acceptance; retry")
-        record = self._step(record, lambda: self._loans.create_disbursement(journey_id, acceptance.acceptanceId))
-        self._metrics.add_metric(name=names.DISBURSEMENTS, unit=MetricUnit.Count, value=1)
-        return Result(200, render_json(record))
-
-    def cancel(self, journey_id: str) -> Result:
-        """Compensations in reverse order: the acceptance, then the simulation, then the record.
-
-        What to compensate is read from loans-api's truth, not from the record: the record may be
-        behind (a reply lost on every attempt, the backstop not there yet), and cancelling only what
-        the record knows would leave a committed simulation active behind a cancelled journey."""
-        record = self.get(journey_id)
-        if state_machine.is_settled(record.currentState, "cancel"):
-            return self._settled(record)
-        record = self._require(journey_id, "cancel", record)
-        truth = self._loans.journey_truth(journey_id)
-        if truth is not None:
-            if truth.get("disbursement") is not None:
-                raise IllegalTransition(f"journey {journey_id} was disbursed: it cannot be cancelled", [])
-            acceptance_id = _active(truth.get("acceptances", []), "acceptanceId")
-            if acceptance_id is not None:
-                record = self._step(
-                    record, lambda: self._loans.cancel_acceptance(journey_id, acceptance_id), compensation=True
-                )
-            simulation_id = _active(truth.get("simulations", []), "simulationId")
-            if simulation_id is not None:
-                record = self._step(
-                    record, lambda: self._loans.cancel_simulation(journey_id, simulation_id), compensation=True
-                )
-        if record.currentState != "cancelled":
-            record = self._mark_cancelled(record)
-        logger.info("journey cancelled", extra={"journey_id": journey_id})
-        return Result(200, render_json(record))
-
-    # -- steps --------------------------------------------------------------------------------
-
-    def _compensate_acceptance(self, record: ControlRecord) -> ControlRecord:
-        acceptance = record.acceptance
-        if record.currentState != "accepted" or acceptance is None:
-            return record
-        return self._step(
-            record, lambda: self._loans.cancel_acceptance(record.journeyId, acceptance.acceptanceId), compensation=True
+        return self._run(
+            journey_id,
+            "simulate",
+            lambda _: self._loans.create_simulation(journey_id, nonce, amount, term_months),
+            gate=agent_key is None,
         )
 
-    def _step(
-        self, record: ControlRecord, command: Callable[[], LoanEvent], compensation: bool = False
-    ) -> ControlRecord:
-        """Run one loans-api command and apply the event it answers with (road 1)."""
+    def accept(self, journey_id: str) -> Result:
+        def send(record: ControlRecord) -> LoanEvent:
+            if record.simulation is None:  # a simulated record always holds its simulation
+                raise IllegalTransition(f"journey {journey_id} has no simulation to accept", actions(record))
+            return self._loans.create_acceptance(journey_id, record.simulation.simulationId)
+
+        return self._run(journey_id, "accept", send)
+
+    def disburse(self, journey_id: str) -> Result:
+        def send(record: ControlRecord) -> LoanEvent:
+            if record.acceptance is None:  # an accepted record always holds its acceptance
+                raise IllegalTransition(f"journey {journey_id} has no acceptance to disburse", actions(record))
+            return self._loans.create_disbursement(journey_id, record.acceptance.acceptanceId)
+
+        result = self._run(journey_id, "disburse", send)
+        if not result.replayed:
+            self._metrics.add_metric(name=names.DISBURSEMENTS, unit=MetricUnit.Count, value=1)
+        return result
+
+    def cancel(self, journey_id: str) -> Result:
+        """loans-api cancels the journey and whatever is active in it, in one transaction; every
+        caller uses the journey's one cancel key, so concurrent and repeated cancels are one effect."""
+        return self._run(journey_id, "cancel", lambda _: self._loans.cancel_journey(journey_id))
+
+    # -- the one shape of every loans-backed command -------------------------------------------
+
+    def _run(self, journey_id: str, command: Command, send: Send, gate: bool = True) -> Result:
+        started = self._clock()
+        record = self.get(journey_id)
+        if gate:
+            record = self._gate(record, command)
+            if state_machine.is_settled(record.currentState, command):
+                return self._answer(record, replayed=True)
         try:
-            event = command()
+            event = send(record)
         except BusinessRuleViolated as error:
-            # loans-api's truth moved under us (a concurrent command): tell the agent what is legal now.
-            current = self.get(record.journeyId)
-            raise IllegalTransition(error.detail, actions(current)) from error
+            # loans-api's ledger refused it: the journey moved (another command, a late commit, a
+            # record behind the truth). Catch up and say what is legal now.
+            record = self._catch_up(record)
+            if state_machine.is_settled(record.currentState, command):
+                return self._answer(record, replayed=True)
+            raise IllegalTransition(error.detail, actions(record)) from error
         decision = self._applier.apply(event, current=record)
-        if compensation:
-            self._metrics.add_metric(name=names.COMPENSATIONS, unit=MetricUnit.Count, value=1)
+        # The event was committed before this request began: an earlier request's effect, replayed.
+        replayed = event.occurredAt < started
         logger.info(
             "event applied by reply",
             extra={
-                "journey_id": record.journeyId,
+                "journey_id": journey_id,
+                "command": command,
                 "event_type": event.type,
                 "seq": event.seq,
                 "outcome": decision.outcome.value,
+                "replayed": replayed,
             },
+        )
+        return self._answer(decision.record, replayed)
+
+    def _gate(self, record: ControlRecord, command: Command) -> ControlRecord:
+        """The record to decide `command` on. A terminal record is final (its state came from the
+        ledger and can never change), so its answer stands; a live record may be behind loans-api
+        (replies lost, road 2 not there yet): before refusing, or before answering a repeat as
+        settled, catch up with the truth."""
+        if state_machine.is_terminal(record.currentState):
+            fresh = record
+        elif state_machine.is_allowed(record.currentState, command) and not state_machine.is_settled(
+            record.currentState, command
+        ):
+            return record
+        else:
+            fresh = self._catch_up(record)
+        if state_machine.is_allowed(fresh.currentState, command) or state_machine.is_settled(
+            fresh.currentState, command
+        ):
+            return fresh
+        raise IllegalTransition(f"'{command}' is not allowed while the journey is {fresh.currentState}", actions(fresh))
+
+    def _catch_up(self, record: ControlRecord) -> ControlRecord:
+        """The record brought up to loans-api's ledger by applying its newest event."""
+        latest = self._loans.latest_event(record.journeyId)
+        if latest is None:
+            return self.get(record.journeyId)
+        decision = self._applier.apply(latest, current=record)
+        logger.info(
+            "caught up with loans-api",
+            extra={"journey_id": record.journeyId, "seq": latest.seq, "outcome": decision.outcome.value},
         )
         return decision.record
 
-    def _mark_cancelled(self, record: ControlRecord) -> ControlRecord:
-        for _ in range(10):
-            if record.currentState == "cancelled":
-                return record
-            now = self._clock()
-            cancelled = record.model_copy(
-                update={
-                    "currentState": "cancelled",
-                    "version": record.version + 1,
-                    "updatedAt": now,
-                    "stateEnteredAt": now,
-                }
-            )
-            if self._store.replace(cancelled, expected_version=record.version):
-                return cancelled
-            record = self._require(record.journeyId, "cancel")
-        raise StoreContention(f"journey {record.journeyId} kept changing while being cancelled; retry")
+    def _answer(self, record: ControlRecord, replayed: bool) -> Result:
+        if replayed:
+            self._count_replay()
+        return Result(200, render_json(record), replayed=replayed)
 
-    # -- helpers ------------------------------------------------------------------------------
-
-    def _require(self, journey_id: str, command: Command, record: ControlRecord | None = None) -> ControlRecord:
-        record = record or self.get(journey_id)
-        if not state_machine.is_allowed(record.currentState, command):
-            raise IllegalTransition(
-                f"'{command}' is not allowed while the journey is {record.currentState}", actions(record)
-            )
-        return record
-
-    def _settled(self, record: ControlRecord) -> Result:
-        return Result(200, render_json(record), replayed=True)
-
-    def _replay(self, receipt: Receipt) -> Result:
+    def _count_replay(self) -> None:
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
-        return Result(receipt.status, receipt.body, replayed=True)
-
-    def _expiry(self, now: datetime) -> int:
-        return int(now.timestamp()) + self._receipt_ttl
-
-
-def _active(entities: list[dict[str, Any]], id_field: str) -> str | None:
-    """The id of the ACTIVE entity among loans-api's simulations or acceptances, if any."""
-    return next((str(e[id_field]) for e in entities if e.get("status") == "ACTIVE"), None)

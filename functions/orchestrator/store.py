@@ -58,18 +58,3 @@ class DynamoJourneyStore(DynamoControlRecordStore):
         response = self._client.get_item(TableName=self._table, Key=to_item(receipt_key(key)), ConsistentRead=True)
         item = response.get("Item")
         return None if item is None else _receipt_from(item)
-
-    def put_receipt(self, receipt: Receipt, expires_at: int) -> Receipt:
-        """Record `receipt` unless the key already has one; returns the receipt that stands."""
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=_receipt_item(receipt, expires_at),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as error:
-            if error_code(error) != "ConditionalCheckFailedException":
-                raise
-            existing = self.get_receipt(receipt.key)
-            return existing or receipt
-        return receipt

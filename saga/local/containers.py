@@ -32,13 +32,14 @@ def _start_container(factory: str, settings: Any, name: str) -> None:
     _handler = getattr(importlib.import_module(module), attribute)(settings, _metrics)
 
 
-def _invoke(event: dict[str, Any], name: str) -> dict[str, Any]:
+def _invoke(event: dict[str, Any], name: str, function_timeout: float) -> dict[str, Any]:
     from saga.local.apigw import LambdaContextStub
 
     if _handler is None or _metrics is None:
         raise RuntimeError("the container was not started")
     try:
-        return _handler(event, LambdaContextStub(name))
+        # The context's remaining time starts at the deployed function's timeout, as in Lambda.
+        return _handler(event, LambdaContextStub(name, function_timeout))
     finally:
         if _metrics.metric_set:
             _metrics.flush_metrics()
@@ -46,12 +47,13 @@ def _invoke(event: dict[str, Any], name: str) -> dict[str, Any]:
 
 class ContainerPool:
     """Invokes a function built by `factory` ("module:callable" taking Settings and Metrics) in up
-    to `max_containers` worker processes."""
+    to `max_containers` worker processes, each invocation with the function's timeout."""
 
     def __init__(self, name: str, factory: str, settings: Any, max_containers: int = 4,
-                 timeout_seconds: float = 60.0) -> None:  # fmt: skip
+                 function_timeout: float = 30.0) -> None:  # fmt: skip
         self.name = name
-        self._timeout = timeout_seconds
+        self._function_timeout = function_timeout
+        self._timeout = function_timeout + 30.0
         self._pool = ProcessPoolExecutor(
             max_workers=max_containers,
             mp_context=multiprocessing.get_context("spawn"),
@@ -63,10 +65,11 @@ class ContainerPool:
         """Start one container now, so the first request is not a cold start."""
         from saga.local.apigw import proxy_event
 
-        self._pool.submit(_invoke, proxy_event("GET", "/health", {}, None), self.name).result(timeout=self._timeout)
+        event = proxy_event("GET", "/health", {}, None)
+        self._pool.submit(_invoke, event, self.name, self._function_timeout).result(timeout=self._timeout)
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return self._pool.submit(_invoke, event, self.name).result(timeout=self._timeout)
+        return self._pool.submit(_invoke, event, self.name, self._function_timeout).result(timeout=self._timeout)
 
     def stop(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

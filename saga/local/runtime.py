@@ -16,6 +16,7 @@ from aws_lambda_powertools import Logger, Metrics
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
 from functions.loans_api.settings import LoansSettings
+from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import EventPublisher
@@ -107,7 +108,11 @@ class LocalRuntime:
             loans_api_url=c.loans_api_url or loans_server.url,
         )
         orchestrator = ContainerPool(
-            "orchestrator", "functions.orchestrator.bootstrap:build", orchestrator_settings, c.max_containers
+            "orchestrator",
+            "functions.orchestrator.bootstrap:build",
+            orchestrator_settings,
+            c.max_containers,
+            function_timeout=FUNCTION_TIMEOUT_SECONDS,  # each request gets the deployed budget
         )
         self._pools.append(orchestrator)
         self._servers.insert(0, ApiServer("orchestrator", orchestrator, c.host, c.port, health=self.health).start())

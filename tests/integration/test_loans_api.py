@@ -45,9 +45,9 @@ def test_simulation_commits_domain_receipt_ledger_and_outbox_together(loans_api,
     assert (body["amount"], body["annualRate"], body["monthlyPayment"]) == ("10000.00", "0.0790", "312.90")
     assert body["event"]["eventId"] == body["eventId"]
     assert body["event"]["snapshot"]["state"] == "simulated"
-    # And the table holds exactly: ledger, simulation, pointer, receipt, one PENDING outbox item
+    # And the table holds exactly: ledger, simulation, receipt, one PENDING outbox item
     kinds = sorted(item["sk"].split("#")[0] for item in scan(dynamodb, resources.loans_table))
-    assert kinds == ["EVENT", "LEDGER", "POINTER", "RECEIPT", "SIMULATION"]
+    assert kinds == ["EVENT", "LEDGER", "RECEIPT", "SIMULATION"]
     events = [i for i in scan(dynamodb, resources.loans_table) if i["sk"].startswith("EVENT#")]
     assert events[0]["status"] == "PENDING"
     assert events[0]["pendingShard"].startswith("PENDING#")
@@ -146,50 +146,92 @@ def test_seq_grows_by_one_per_event_and_each_command_has_one_outbox_item(loans_a
     acc = json_of(
         loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": second["simulationId"]}, key="a1")
     )
-    loans_api.post(f"/acceptances/{acc['acceptanceId']}/cancel", key="ac1")
-    third = json_of(simulate(loans_api, "s3", amount=7000))
+    third = json_of(simulate(loans_api, "s3", amount=7000))  # supersedes and cancels the acceptance
     acc2 = json_of(
         loans_api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": third["simulationId"]}, key="a2")
     )
     loans_api.post("/disbursements", {"journeyId": JOURNEY, "acceptanceId": acc2["acceptanceId"]}, key="d1")
-    # Then the events are numbered 1..7 without gaps, one per committed command
+    # Then the events are numbered 1..6 without gaps, one per committed command
     truth = json_of(loans_api.get(f"/journeys/{JOURNEY}"))
-    assert [e["seq"] for e in truth["events"]] == list(range(1, 8))
+    assert [e["seq"] for e in truth["events"]] == list(range(1, 7))
     assert [e["type"] for e in truth["events"]] == [
         "SimulationCreated",
         "SimulationCreated",
         "AcceptanceCreated",
-        "AcceptanceCancelled",
         "SimulationCreated",
         "AcceptanceCreated",
         "LoanDisbursed",
     ]
     receipts = [i for i in scan(dynamodb, resources.loans_table) if i["sk"] == "RECEIPT"]
-    assert len(receipts) == 7
+    assert len(receipts) == 6
     assert {r["eventId"] for r in receipts} == {e["eventId"] for e in truth["events"]}
     # And the superseded / cancelled statuses are recorded
     statuses = {s["simulationId"]: s["status"] for s in truth["simulations"]}
     assert statuses[first["simulationId"]] == "SUPERSEDED"
     assert statuses[third["simulationId"]] == "ACTIVE"
+    assert {a["acceptanceId"]: a["status"] for a in truth["acceptances"]}[acc["acceptanceId"]] == "CANCELLED"
     assert truth["state"] == "disbursed"
     assert truth["disbursement"]["amount"] == "7000.00"
+    # And the newest event, whole, is what a reader applies to catch up
+    assert truth["lastEvent"]["seq"] == 6
+    assert truth["lastEvent"]["type"] == "LoanDisbursed"
+    assert truth["lastEvent"]["snapshot"]["state"] == "disbursed"
 
 
-def test_cancelling_an_acceptance_then_its_simulation(loans_api):
+def test_re_simulating_cancels_the_active_acceptance_in_the_same_transaction(loans_api, dynamodb, resources):
+    # Given an accepted journey
     simulation, acceptance = accepted_journey(loans_api)
-    # A simulation with an active acceptance cannot be cancelled
-    blocked = loans_api.post(f"/simulations/{simulation['simulationId']}/cancel", key="c0")
-    assert blocked.status == 409
-    cancelled = loans_api.post(f"/acceptances/{acceptance['acceptanceId']}/cancel", key="c1")
-    assert cancelled.status == 200
-    assert json_of(cancelled)["status"] == "CANCELLED"
-    assert json_of(cancelled)["event"]["snapshot"]["state"] == "simulated"
-    sim_cancelled = loans_api.post(f"/simulations/{simulation['simulationId']}/cancel", key="c2")
-    assert sim_cancelled.status == 200
-    assert json_of(sim_cancelled)["status"] == "CANCELLED"
-    assert json_of(sim_cancelled)["event"]["snapshot"]["state"] == "cancelled"
-    # A cancelled journey takes no new simulation
+    # When it is simulated again
+    response = simulate(loans_api, "s-again", amount=9000)
+    # Then one event records all of it: the old quote superseded, the acceptance cancelled
+    assert response.status == 201
+    body = json_of(response)
+    assert body["cancelledAcceptanceId"] == acceptance["acceptanceId"]
+    assert body["event"]["snapshot"]["acceptance"] is None
+    truth = json_of(loans_api.get(f"/journeys/{JOURNEY}"))
+    assert [a["status"] for a in truth["acceptances"]] == ["CANCELLED"]
+    assert {s["simulationId"]: s["status"] for s in truth["simulations"]}[simulation["simulationId"]] == "SUPERSEDED"
+    assert [e["seq"] for e in truth["events"]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("state", ["created", "simulated", "accepted"])
+def test_cancel_marks_the_ledger_and_cancels_what_is_active_in_one_transaction(loans_api, state):
+    # Given a journey in `state` at loans-api (created: no ledger at all yet)
+    if state == "simulated":
+        simulate(loans_api, "s1")
+    if state == "accepted":
+        accepted_journey(loans_api)
+    # When it is cancelled
+    response = loans_api.post(f"/journeys/{JOURNEY}/cancel", key="cancel-1")
+    # Then the ledger says cancelled and nothing is ACTIVE
+    assert response.status == 200
+    assert json_of(response)["event"]["type"] == "JourneyCancelled"
+    truth = json_of(loans_api.get(f"/journeys/{JOURNEY}"))
+    assert truth["state"] == "cancelled"
+    assert "ACTIVE" not in [e["status"] for e in truth["simulations"] + truth["acceptances"]]
+    # And every later write is refused, a repeat of the key replays, another cancel is 409
     assert simulate(loans_api, "s-after").status == 409
+    assert loans_api.post(f"/journeys/{JOURNEY}/cancel", key="cancel-1").headers["Idempotent-Replayed"] == "true"
+    assert loans_api.post(f"/journeys/{JOURNEY}/cancel", key="cancel-2").status == 409
+
+
+def test_a_disbursed_journey_cannot_be_cancelled(loans_api):
+    _, acceptance = accepted_journey(loans_api)
+    loans_api.post("/disbursements", {"journeyId": JOURNEY, "acceptanceId": acceptance["acceptanceId"]}, key="d1")
+    response = loans_api.post(f"/journeys/{JOURNEY}/cancel", key="c1")
+    assert response.status == 409
+    assert json_of(loans_api.get(f"/journeys/{JOURNEY}"))["state"] == "disbursed"
+
+
+def test_the_fingerprint_is_over_the_validated_request(loans_api):
+    # Given a simulation keyed k1 for 10000
+    first = simulate(loans_api, "k1", amount=10000)
+    # When the same amount arrives spelled 10000.0 and 1e4, Then both replay; 10000.5 is another request
+    for spelled in (b"10000.0", b"1e4"):
+        raw = b'{"journeyId": "' + JOURNEY.encode() + b'", "amount": ' + spelled + b', "termMonths": 36}'
+        again = loans_api.post("/simulations", raw=raw, key="k1")
+        assert (again.status, again.body) == (201, first.body)
+    assert simulate(loans_api, "k1", amount=10000.5).status == 422  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -230,8 +272,6 @@ def test_malformed_json_is_400_and_oversized_body_is_413(loans_api, dynamodb, re
 def test_unknown_things_are_404_problems(loans_api):
     for response in (
         loans_api.get("/journeys/nobody"),
-        loans_api.post("/simulations/nope/cancel", key="k"),
-        loans_api.post("/acceptances/nope/cancel", key="k"),
         loans_api.get("/no/such/route"),
     ):
         assert response.status == 404

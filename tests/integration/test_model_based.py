@@ -39,8 +39,18 @@ from shared import aws
 from shared.dynamo import from_item
 from tests.support import ApiClient, json_of, quiet_metrics
 
-# A reply lost not at all, once (the retry replays it), or on every attempt (the agent gets a 503).
-LOSS = st.sampled_from(["none", "once", "all"])
+# A reply lost not at all, once (the retry replays it), or on every attempt (the agent gets a 503);
+# or attempts abandoned by the orchestrator that reach loans-api later (`late_commits`): the first
+# one (the retry gets through), or all five (the agent gets a 503 while they are still in flight).
+LOSS = st.sampled_from(["none", "once", "all", "held-once", "held-all"])
+FAULTS: dict[str, list[str]] = {
+    "none": [],
+    "once": ["lose"],
+    "all": ["lose"] * 5,
+    "held-once": ["hold"],
+    "held-all": ["hold"] * 5,
+}
+COMMANDS = ("simulate", "accept", "disburse", "cancel")
 
 
 class CrashOnce:
@@ -99,13 +109,33 @@ class JourneyModel(RuleBasedStateMachine):
         self.versions[journey_id] = 0
         return journey_id
 
-    def _command(self, journey: str, command: str, lost: str, body: dict[str, Any] | None = None) -> None:
-        self.loans_http.faults = {"none": [], "once": ["lose"], "all": ["lose"] * 5}[lost]
+    def _command(
+        self, journey: str, command: str, lost: str, body: dict[str, Any] | None = None, between: Any = None
+    ) -> None:
+        self.loans_http.faults = list(FAULTS[lost])
+        if between is not None:  # another command lands between this command's first two attempts
+            self.loans_http.faults = [self.loans_http.faults[0] if self.loans_http.faults else "timeout", between]
         response = self.orchestrator.post(f"/journeys/{journey}/{command}", body)
         self.loans_http.faults = []
         assert response.status in (200, 409, 503), response.body
         if response.status == 503:
             assert json_of(response)["retryable"] is True
+
+    @rule(journey=journeys, first=st.sampled_from(COMMANDS), second=st.sampled_from(COMMANDS))
+    def interleaved(self, journey: str, first: str, second: str) -> None:
+        """`second` (another agent, or the same agent after a 503) lands between two attempts of `first`."""
+        body = {"amount": 1000, "termMonths": 12}
+
+        def other() -> None:
+            self._command(journey, second, "none", body if second == "simulate" else None)
+
+        self._command(journey, first, "held-once", body if first == "simulate" else None, between=other)
+
+    @rule()
+    def late_commits(self) -> None:
+        """Abandoned attempts reach loans-api now; whatever they answer reaches nobody."""
+        for reply in self.loans_http.deliver_held():
+            assert reply.status in (200, 201, 404, 409), reply.body  # 404: a catch-up read of a new journey
 
     @rule(journey=journeys, lost=LOSS, amount=st.integers(500, 100000))
     def simulate(self, journey: str, lost: str, amount: int) -> None:
@@ -188,6 +218,20 @@ class JourneyModel(RuleBasedStateMachine):
         assert len([i for i in items if i["sk"] == "RECEIPT"]) == len(events)
 
     @invariant()
+    def a_cancelled_record_hides_nothing_active_and_one_of_each_is_active(self) -> None:
+        if not hasattr(self, "resources"):
+            return
+        items = self._loans_items()
+        for journey in self.versions:
+            mine = [i for i in items if i["pk"] == f"JOURNEY#{journey}"]
+            active = [i["sk"].split("#")[0] for i in mine if i.get("status") == "ACTIVE"]
+            assert active.count("SIMULATION") <= 1
+            assert active.count("ACCEPTANCE") <= 1
+            record = json_of(self.orchestrator.get(f"/journeys/{journey}"))
+            if record["currentState"] == "cancelled":
+                assert active == [], f"cancelled record, ACTIVE in loans-api: {active}"
+
+    @invariant()
     def versions_never_go_back(self) -> None:
         for journey, last in list(getattr(self, "versions", {}).items()):
             version = json_of(self.orchestrator.get(f"/journeys/{journey}"))["version"]
@@ -197,7 +241,8 @@ class JourneyModel(RuleBasedStateMachine):
     def teardown(self) -> None:
         if not hasattr(self, "resources"):
             return
-        # Quiesce: every pending event published, every message applied.
+        # Quiesce: abandoned attempts land, every pending event is published, every message applied.
+        self.loans_http.deliver_held()
         for _ in range(50):
             self.sweeper.sweep()
             moved = self.stream.poll_once()

@@ -89,7 +89,7 @@ def test_persistent_failure_is_503_retryable_after_the_whole_schedule(orchestrat
     assert retried.status == 200
     assert json_of(retried)["version"] == 1
     assert len(truth(loans_http, journey["journeyId"])["simulations"]) == 1
-    # And a further repeat is answered from the orchestrator's own receipt
+    # And a further repeat is answered from loans-api's receipt of that key, changing nothing
     again = simulate(orchestrator, journey, key="agent-key-1")
     assert again.body == retried.body
     assert again.headers.get("Idempotent-Replayed") == "true"
@@ -106,16 +106,17 @@ def test_5xx_before_loans_api_is_503_and_nothing_is_written(orchestrator, loans_
 
 
 def test_4xx_from_loans_api_is_not_retried(orchestrator, loans_http, sleeps):
-    # Given a simulated journey whose simulation loans-api already cancelled behind our back
+    # Given a simulated journey that loans-api cancelled behind the record's back
     journey = new_journey(orchestrator)
-    record = json_of(simulate(orchestrator, journey))
-    ApiClient(loans_http.handler).post(f"/simulations/{record['simulation']['simulationId']}/cancel", key="x")
+    simulate(orchestrator, journey)
+    ApiClient(loans_http.handler).post(f"/journeys/{journey['journeyId']}/cancel", key="elsewhere")
     # When the agent accepts
     response = command(orchestrator, journey, "accept")
-    # Then loans-api's 409 comes back at once as a 409 with what is legal now
+    # Then loans-api's 409 comes back at once, and the record caught up: nothing is legal now
     assert response.status == 409
     assert sleeps == []
-    assert "availableActions" in json_of(response)
+    assert json_of(response)["availableActions"] == []
+    assert json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))["currentState"] == "cancelled"
 
 
 def test_the_full_journey_with_re_simulations_and_a_compensated_acceptance(orchestrator, loans_http):
@@ -129,7 +130,7 @@ def test_the_full_journey_with_re_simulations_and_a_compensated_acceptance(orche
     assert accepted["currentState"] == "accepted"
     assert accepted["acceptance"]["simulationId"] == second["simulation"]["simulationId"]
     assert action_names(accepted) == ["simulate", "disburse", "cancel"]
-    # Re-simulating from accepted cancels the acceptance first (a compensation)
+    # Re-simulating from accepted cancels the acceptance in the same loans-api transaction
     third = json_of(simulate(orchestrator, journey, 9000, 24))
     assert third["currentState"] == "simulated"
     assert third["acceptance"] is None
@@ -143,13 +144,12 @@ def test_the_full_journey_with_re_simulations_and_a_compensated_acceptance(orche
         "SimulationCreated",
         "SimulationCreated",
         "AcceptanceCreated",
-        "AcceptanceCancelled",
         "SimulationCreated",
         "AcceptanceCreated",
         "LoanDisbursed",
     ]
-    assert disbursed["lastAppliedSeq"] == facts["seq"] == 7
-    assert disbursed["version"] == 7
+    assert disbursed["lastAppliedSeq"] == facts["seq"] == 6
+    assert disbursed["version"] == 6
     assert facts["acceptances"][0]["status"] == "CANCELLED"
     assert accepted_again["acceptance"]["acceptanceId"] == facts["disbursement"]["acceptanceId"]
 
@@ -178,21 +178,83 @@ def test_cancel_from_every_non_terminal_state(orchestrator, loans_http, state):
     assert json_of(again) == record
 
 
-def test_a_compensation_that_fails_leaves_a_consistent_retryable_record(orchestrator, loans_http):
-    # Given an accepted journey, and loans-api failing from the third call of the cancel on
+@pytest.mark.parametrize("name", ["simulate", "cancel"])
+def test_compensating_from_accepted_with_every_reply_lost_is_whole_or_nothing(orchestrator, loans_http, name):
+    # Given an accepted journey, and loans-api committing while every reply is lost
     journey = new_journey(orchestrator)
     simulate(orchestrator, journey)
     command(orchestrator, journey, "accept")
-    loans_http.faults = ["ok", "ok"] + ["5xx"] * 5  # the truth read and the acceptance cancel get through
-    # When the agent cancels
-    response = command(orchestrator, journey, "cancel")
-    # Then the acceptance was cancelled, the simulation not, and the agent may retry
+    loans_http.persistent_fault = "lose"
+    # When the agent re-simulates or cancels
+    response = simulate(orchestrator, journey, 9000) if name == "simulate" else command(orchestrator, journey, name)
+    # Then it answers 503 retryable, and loans-api made the whole change once: no half-done compensation
     assert response.status == 503
-    record = json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))
-    assert record["currentState"] == "simulated"
-    assert truth(loans_http, journey["journeyId"])["state"] == "simulated"
-    retried = json_of(command(orchestrator, journey, "cancel"))
-    assert retried["currentState"] == "cancelled"
+    assert json_of(response)["retryable"] is True
+    loans_http.persistent_fault = None
+    facts = truth(loans_http, journey["journeyId"])
+    assert facts["state"] == ("simulated" if name == "simulate" else "cancelled")
+    assert [a["status"] for a in facts["acceptances"]] == ["CANCELLED"]
+    assert len(facts["events"]) == 3
+    # And the next command catches up with the truth instead of refusing
+    record = json_of(command(orchestrator, journey, "accept" if name == "simulate" else "cancel"))
+    assert record["currentState"] == ("accepted" if name == "simulate" else "cancelled")
+    assert record["lastAppliedSeq"] == truth(loans_http, journey["journeyId"])["seq"]
+
+
+def test_a_cancel_between_a_simulates_attempts_wins_over_http(orchestrator, loans_http):
+    # Given a new journey; the simulate's first attempt is abandoned but will commit late, and the
+    # agent's cancel lands before the second attempt
+    journey = new_journey(orchestrator)
+    jid = journey["journeyId"]
+    cancelled: list[int] = []
+    loans_http.faults = ["hold", lambda: cancelled.append(command(orchestrator, journey, "cancel").status)]
+    # When the simulate goes on, and then its abandoned attempt reaches loans-api
+    response = simulate(orchestrator, journey)
+    late = loans_http.deliver_held()
+    # Then the cancel answered 200, the simulate 409 with nothing legal, and the late attempt 409
+    assert cancelled == [200]
+    assert response.status == 409
+    assert json_of(response)["availableActions"] == []
+    assert [reply.status for reply in late] == [409]
+    facts = truth(loans_http, jid)
+    assert facts["state"] == "cancelled"
+    assert facts["simulations"] == []
+    assert json_of(orchestrator.get(f"/journeys/{jid}"))["lastAppliedSeq"] == facts["seq"]
+
+
+def test_repeating_a_simulate_key_after_the_journey_moved_on_keeps_the_acceptance(orchestrator, loans_http):
+    # Given simulate with key K whose every reply was lost, then the agent accepting
+    journey = new_journey(orchestrator)
+    loans_http.persistent_fault = "lose"
+    assert simulate(orchestrator, journey, key="K").status == 503
+    loans_http.persistent_fault = None
+    accepted = json_of(command(orchestrator, journey, "accept"))  # catches up, then accepts
+    # When the agent repeats K with the same amount written differently
+    again = orchestrator.post(
+        f"/journeys/{journey['journeyId']}/simulate",
+        raw=b'{"amount": 10000.0, "termMonths": 36}',
+        headers={"Idempotency-Key": "K"},
+    )
+    # Then it is a replay that changes nothing
+    assert again.status == 200
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert json_of(again)["acceptance"] == accepted["acceptance"]
+    facts = truth(loans_http, journey["journeyId"])
+    assert [a["status"] for a in facts["acceptances"]] == ["ACTIVE"]
+    assert len(facts["simulations"]) == 1
+
+
+def test_one_key_two_amounts_at_once_is_one_quote_and_a_422(orchestrator, loans_http):
+    journey = new_journey(orchestrator)
+    inner: list[int] = []
+    loans_http.faults = [lambda: inner.append(simulate(orchestrator, journey, 20000, key="K").status)]
+    outer = simulate(orchestrator, journey, 10000, key="K")
+    assert inner == [200]
+    assert outer.status == 422
+    problem = json_of(outer)
+    assert problem["type"].endswith("idempotency-key-reused")
+    assert journey["journeyId"] + ":" not in problem["detail"]
+    assert len(truth(loans_http, journey["journeyId"])["simulations"]) == 1
 
 
 def test_disbursing_twice_makes_one_disbursement_and_answers_the_same_record(orchestrator, loans_http):

@@ -134,10 +134,9 @@ def journey_events(orchestrator, loans_api) -> tuple[dict, list[LoanEvent]]:
             loans_api.post("/acceptances", {"journeyId": jid, "simulationId": replies[0]["simulationId"]}, key="a1")
         )
     )
-    replies.append(json_of(loans_api.post(f"/acceptances/{replies[1]['acceptanceId']}/cancel", key="ac1")))
-    replies.append(
-        json_of(loans_api.post("/simulations", {"journeyId": jid, "amount": 8000, "termMonths": 24}, key="s2"))
-    )
+    for key, amount in (("s2", 6000), ("s3", 8000)):  # the first re-simulation cancels the acceptance
+        body = {"journeyId": jid, "amount": amount, "termMonths": 24}
+        replies.append(json_of(loans_api.post("/simulations", body, key=key)))
     return journey, [LoanEvent.model_validate(r["event"]) for r in replies]
 
 

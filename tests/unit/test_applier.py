@@ -35,7 +35,7 @@ class FakeControlRecordStore:
 
 def history(choices: list[int]) -> list[LoanEvent]:
     """A legal event history of one journey, driven by `choices` through loans-api's pure domain."""
-    ledger = domain.Ledger.empty("j1")
+    ledger = domain.Ledger("j1")
     events: list[LoanEvent] = []
 
     def commit(change: domain.Change) -> None:
@@ -47,20 +47,14 @@ def history(choices: list[int]) -> list[LoanEvent]:
         snap = ledger.snapshot
         if snap.state in ("disbursed", "cancelled"):
             break
-        if choice == 0 or snap.simulation is None:  # (re-)simulate, compensating an acceptance first
-            if snap.acceptance is not None:
-                commit(domain.cancel_acceptance(ledger, snap.acceptance.model_dump(), NOW))
+        if choice == 0 or snap.simulation is None:  # (re-)simulate, cancelling an acceptance in the same change
             commit(domain.create_simulation(ledger, Decimal(1000 + 100 * len(events)), 12, NOW))
         elif choice == 1 and snap.acceptance is None:
             commit(domain.create_acceptance(ledger, snap.simulation.simulationId, NOW))
         elif choice == 2 and snap.acceptance is not None:
             commit(domain.create_disbursement(ledger, snap.acceptance.acceptanceId, NOW))
-        elif choice == 3:  # cancel the journey: acceptance, then simulation
-            if snap.acceptance is not None:
-                commit(domain.cancel_acceptance(ledger, snap.acceptance.model_dump(), NOW))
-            simulation = ledger.snapshot.simulation
-            assert simulation is not None
-            commit(domain.cancel_simulation(ledger, simulation.model_dump(), NOW))
+        elif choice == 3:  # cancel the journey and whatever is active in it
+            commit(domain.cancel_journey(ledger, NOW))
     return events
 
 

@@ -1,18 +1,16 @@
-"""Retry classification and schedule (D8), with fake time; the 29 s budget, computed from config."""
+"""Retry classification and schedule (D8), with fake time, and the request deadline it draws on."""
 
 import pytest
 import urllib3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.orchestrator import bootstrap
+from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS, RequestDeadline
 from functions.orchestrator.loans_client import HttpLoansClient, LoansReply, LoansRequest, TransientLoansError
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
-from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.inprocess import FakeHttpResponse
 from shared.errors import UpstreamUnavailable
 
-API_GATEWAY_INTEGRATION_TIMEOUT = 29.0
 REQUEST = LoansRequest("POST", "/simulations", {"a": 1}, "k")
 
 
@@ -29,8 +27,15 @@ class FlakyClient:
         return self.reply
 
 
-def retrying(inner, sleeps, unit_random=lambda: 0.0):
-    return RetryingLoansClient(inner, RetryPolicy(), sleep=sleeps.append, unit_random=unit_random)
+def retrying(inner, sleeps, unit_random=lambda: 0.0, deadline=None):
+    return RetryingLoansClient(
+        inner,
+        RetryPolicy(),
+        deadline or RequestDeadline(),
+        attempt_seconds=1.8,
+        sleep=sleeps.append,
+        unit_random=unit_random,
+    )
 
 
 def test_transient_failures_are_retried_until_success():
@@ -62,6 +67,60 @@ def test_jitter_is_additive_and_never_shortens_the_floor(randoms):
     for n, delay in enumerate(sleeps, start=1):
         assert policy.floor_delay(n) <= delay <= policy.floor_delay(n) + policy.max_jitter
     assert policy.floor_seconds() <= sum(sleeps) <= policy.ceiling_seconds()
+
+
+def test_a_429_is_transient():
+    with pytest.raises(TransientLoansError):
+        HttpLoansClient("http://loans", Requester(FakeHttpResponse(429, b"{}", {})), urllib3.Timeout(1, 1)).send(
+            REQUEST
+        )
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Remaining:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.seconds * 1000)
+
+
+def test_the_schedule_stops_when_the_next_attempt_would_not_fit_the_deadline():
+    # Given a request with 10 s left and a fake clock that each sleep advances
+    clock = FakeClock()
+    deadline = RequestDeadline(clock)
+    deadline.start(Remaining(10.0))
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        clock.now += seconds
+
+    inner = FlakyClient(failures=99)
+
+    class TimingOut:
+        def send(self, request):
+            clock.now += 1.8  # every attempt runs out its connect + read timeouts
+            return inner.send(request)
+
+    client = RetryingLoansClient(
+        TimingOut(), RetryPolicy(), deadline, attempt_seconds=1.8, sleep=sleep, unit_random=lambda: 0
+    )
+    # When loans-api keeps timing out
+    with pytest.raises(UpstreamUnavailable) as raised:
+        client.send(REQUEST)
+    # Then it stops early (a 4 s sleep and a 1.8 s attempt would overrun), within the budget, with a 503
+    assert sleeps == [1.0, 2.0]
+    assert inner.calls == 3
+    assert clock.now <= 10.0 - RESPONSE_MARGIN_SECONDS
+    assert "safe" in raised.value.detail
 
 
 @pytest.mark.parametrize("status", [400, 404, 409, 413, 422])
@@ -109,18 +168,3 @@ def test_a_4xx_is_returned_with_its_problem_and_the_replay_header_is_read():
         "http://loans", Requester(FakeHttpResponse(201, b"{}", {"Idempotent-Replayed": "true"})), urllib3.Timeout(1, 1)
     ).send(REQUEST)
     assert replayed.replayed
-
-
-def test_worst_case_request_fits_api_gateways_29_seconds():
-    # Given the default configuration
-    settings = OrchestratorSettings(journeys_table_name="t", loans_api_url="http://loans")
-    policy = bootstrap.retry_policy(settings)
-    # When every loans attempt times out at its limits and every sleep takes its maximum jitter
-    per_attempt = settings.loans_connect_timeout + settings.loans_read_timeout
-    loans_worst = policy.attempts * per_attempt + policy.ceiling_seconds()
-    # And the command's own sequential DynamoDB calls (record read, CAS write) exhaust botocore's budget
-    dynamo_worst = 2 * bootstrap.DYNAMO_BUDGET.worst_case_seconds()
-    # Then the whole request still ends before API Gateway gives up
-    assert loans_worst + dynamo_worst < API_GATEWAY_INTEGRATION_TIMEOUT
-    # And the floor of the schedule is what the chaos tests rely on
-    assert policy.floor_seconds() > 12

@@ -1,0 +1,65 @@
+"""One time budget per request (D8): every loans-api attempt, every retry's sleep and every DynamoDB
+call of a request draws on the same deadline, taken from the Lambda context. A step that cannot fit
+in what is left is not started: the agent gets 503 `retryable: true` before the function (or API
+Gateway, 29 s) times out and answers with a bare 502/504 instead."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from shared.errors import UpstreamUnavailable
+
+# The orchestrator function's timeout: infra deploys it, the local runtime gives each request the
+# same, and tests/integration/test_deadline.py proves every command fits it.
+FUNCTION_TIMEOUT_SECONDS = 28
+# Kept back from the Lambda's remaining time for what follows the last budgeted step: rendering the
+# answer and returning it.
+RESPONSE_MARGIN_SECONDS = 0.5
+
+
+class LambdaContext(Protocol):
+    def get_remaining_time_in_millis(self) -> int: ...
+
+
+class DeadlineReached(UpstreamUnavailable):
+    """The request's budget cannot fit the next step. Nothing half-done is left behind: each agent
+    command is one loans-api transaction, so repeating the request is safe."""
+
+
+class RequestDeadline:
+    """The budget of the request being served (one request per process at a time, as in Lambda)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._ends_at = math.inf
+
+    def start(self, context: LambdaContext) -> None:
+        """Start a request's budget: the Lambda's remaining time less the response margin."""
+        seconds = context.get_remaining_time_in_millis() / 1000 - RESPONSE_MARGIN_SECONDS
+        self._ends_at = self._clock() + seconds
+
+    def remaining(self) -> float:
+        return self._ends_at - self._clock()
+
+    def fits(self, seconds: float) -> bool:
+        return self.remaining() >= seconds
+
+    def require(self, seconds: float, step: str) -> None:
+        """DeadlineReached unless `seconds` (the step's worst case) fit in what is left."""
+        if not self.fits(seconds):
+            raise DeadlineReached(
+                f"the request's time budget cannot fit {step} (worst case {seconds:.1f} s, "
+                f"{max(0.0, self.remaining()):.1f} s left); repeating the same request is safe"
+            )
+
+    def guard_botocore(self, client: Any, seconds: float) -> Any:
+        """Make every call of a botocore `client` require its worst case (`seconds`) first."""
+
+        def before_call(**_: Any) -> None:
+            self.require(seconds, "a DynamoDB call")
+
+        client.meta.events.register(f"before-call.{client.meta.service_model.service_id.hyphenize()}", before_call)
+        return client

@@ -1,0 +1,213 @@
+"""In-memory doubles of the two services' storage ports (cosmicpython's Fake* style), and a whole
+system built on them: the real loans-api handler and the real orchestrator service, with the real
+retry decorator between them, over a wire that can lose replies, hold attempts back for a late
+commit, or let another command land between two attempts. No sockets, no moto: every interleaving
+is deterministic, so a race is a unit test."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import urllib3
+
+from functions.loans_api.api import create_app as create_loans_app
+from functions.loans_api.domain import Change, EntityWrite, Ledger
+from functions.loans_api.service import LoansService
+from functions.loans_api.store import CommitOutcome, CommitStatus, JourneyTruth
+from functions.orchestrator.deadline import RequestDeadline
+from functions.orchestrator.loans_client import HttpLoansClient
+from functions.orchestrator.loans_gateway import LoansGateway
+from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
+from functions.orchestrator.service import AgentKey, JourneyService, Result
+from saga.local.inprocess import InProcessHttp
+from shared import problems
+from shared.applier import EventApplier
+from shared.control_record import ControlRecord
+from shared.events import LoanEvent
+from shared.idempotency import Receipt, fingerprint
+from tests.support import quiet_metrics
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class FakeLoanStore:
+    """loans-api's LoanStore with DynamoDB's transaction semantics: one commit is all or nothing,
+    checked in the order the adapter's transaction checks (receipt, ledger seq, domain items)."""
+
+    def __init__(self) -> None:
+        self.ledgers: dict[str, LoanEvent] = {}
+        self.receipts: dict[str, Receipt] = {}
+        self.entities: dict[tuple[str, str], dict[str, Any]] = {}  # (journeyId, kind#id) -> item
+        self.events: list[LoanEvent] = []
+
+    def read_ledger(self, journey_id: str) -> Ledger:
+        return Ledger(journey_id, self.ledgers.get(journey_id))
+
+    def get_receipt(self, key: str) -> Receipt | None:
+        return self.receipts.get(key)
+
+    def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome:
+        if receipt.key in self.receipts:
+            return CommitOutcome(CommitStatus.REPLAY, self.receipts[receipt.key])
+        journey_id = change.event.journeyId
+        current = self.ledgers.get(journey_id)
+        if (0 if current is None else current.seq) != change.ledger_before.seq:
+            return CommitOutcome(CommitStatus.CONFLICT)
+        if not all(self._allowed(journey_id, write) for write in change.writes):
+            return CommitOutcome(CommitStatus.VIOLATED)
+        for write in change.writes:
+            key = (journey_id, _entity_key(write))
+            if write.create:
+                self.entities[key] = {**write.attributes, "status": write.status}
+            else:
+                self.entities[key] = {**self.entities[key], "status": write.status}
+        self.receipts[receipt.key] = receipt
+        self.ledgers[journey_id] = change.event
+        self.events.append(change.event)
+        return CommitOutcome(CommitStatus.COMMITTED)
+
+    def read_journey(self, journey_id: str) -> JourneyTruth | None:
+        last = self.ledgers.get(journey_id)
+        if last is None:
+            return None
+
+        def of(kind: str) -> list[dict[str, Any]]:
+            return [item for (j, key), item in self.entities.items() if j == journey_id and key.startswith(kind)]
+
+        disbursements = of("DISBURSEMENT")
+        return JourneyTruth(
+            journey_id=journey_id,
+            last_event=last,
+            simulations=of("SIMULATION#"),
+            acceptances=of("ACCEPTANCE#"),
+            disbursement=disbursements[0] if disbursements else None,
+            events=[
+                {"eventId": e.eventId, "seq": e.seq, "type": e.type} for e in self.events if e.journeyId == journey_id
+            ],
+        )
+
+    def _allowed(self, journey_id: str, write: EntityWrite) -> bool:
+        existing = self.entities.get((journey_id, _entity_key(write)))
+        if write.create:
+            return existing is None
+        return existing is not None and existing["status"] == "ACTIVE"
+
+    # -- what the invariants look at ---------------------------------------------------------
+
+    def statuses(self, journey_id: str, kind: str) -> list[str]:
+        return [i["status"] for (j, key), i in self.entities.items() if j == journey_id and key.startswith(kind)]
+
+
+def _entity_key(write: EntityWrite) -> str:
+    return write.kind if write.kind == "DISBURSEMENT" else f"{write.kind}#{write.entity_id}"
+
+
+class FakeJourneyStore:
+    """The orchestrator's JourneyStore: Control Records with a CAS on `version`, and create receipts."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, ControlRecord] = {}
+        self.receipts: dict[str, Receipt] = {}
+        self.versions: dict[str, list[int]] = {}
+
+    def get(self, journey_id: str) -> ControlRecord | None:
+        return self.records.get(journey_id)
+
+    def replace(self, record: ControlRecord, expected_version: int) -> bool:
+        current = self.records.get(record.journeyId)
+        if current is None or current.version != expected_version:
+            return False
+        self.records[record.journeyId] = record
+        self.versions[record.journeyId].append(record.version)
+        return True
+
+    def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None:
+        if receipt is not None and receipt.key in self.receipts:
+            return self.receipts[receipt.key]
+        if receipt is not None:
+            self.receipts[receipt.key] = receipt
+        self.records[record.journeyId] = record
+        self.versions[record.journeyId] = [record.version]
+        return None
+
+
+@dataclass
+class FakeSystem:
+    """Both services on fakes. `wire` is the hop between them (faults, held attempts, interleaving
+    callables); `sleeps` records the retry schedule instead of sleeping."""
+
+    loans_store: FakeLoanStore = field(default_factory=FakeLoanStore)
+    journeys: FakeJourneyStore = field(default_factory=FakeJourneyStore)
+    sleeps: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        loans = LoansService(self.loans_store, quiet_metrics("loans-api"), clock=utc_now, receipt_ttl_seconds=3600)
+        self.wire = InProcessHttp(problems.guarded(create_loans_app(loans)))
+        client = HttpLoansClient("http://loans-api.invalid", self.wire, urllib3.Timeout(connect=0.3, read=1.5))
+        self.deadline = RequestDeadline()  # never started: unlimited, unless a test starts it
+        retrying = RetryingLoansClient(
+            client, RetryPolicy(), self.deadline, attempt_seconds=1.8, sleep=self.sleeps.append
+        )
+        self.service = JourneyService(
+            store=self.journeys,
+            loans=LoansGateway(retrying),
+            applier=EventApplier(self.journeys, clock=utc_now),
+            metrics=quiet_metrics("orchestrator"),
+            clock=utc_now,
+            new_journey_id=lambda: f"j{len(self.journeys.records) + 1}",
+            receipt_ttl_seconds=3600,
+        )
+
+    def new_journey(self) -> str:
+        return str(json.loads(self.service.create("c-1", None).body)["journeyId"])
+
+    def record(self, journey_id: str) -> ControlRecord:
+        return self.service.get(journey_id)
+
+    def truth(self, journey_id: str) -> LoanEvent | None:
+        return self.loans_store.ledgers.get(journey_id)
+
+    def road_two(self) -> None:
+        """The outbox road, drained: every committed event applied through the same applier."""
+        applier = EventApplier(self.journeys, clock=utc_now)
+        for event in list(self.loans_store.events):
+            applier.apply(event, confirm_noop=False)
+
+    def assert_invariants(self, journey_id: str) -> None:
+        """What must hold after every step (not only once drained)."""
+        record = self.record(journey_id)
+        simulations = self.loans_store.statuses(journey_id, "SIMULATION#")
+        acceptances = self.loans_store.statuses(journey_id, "ACCEPTANCE#")
+        if record.currentState == "cancelled":
+            assert "ACTIVE" not in simulations + acceptances, "a cancelled record hides something ACTIVE"
+        assert simulations.count("ACTIVE") <= 1
+        assert acceptances.count("ACTIVE") <= 1
+        assert len(self.loans_store.statuses(journey_id, "DISBURSEMENT")) <= 1
+        versions = self.journeys.versions[journey_id]
+        assert versions == sorted(versions), "a version went back"
+
+    def assert_converged(self, journey_id: str) -> None:
+        """Once drained: the Control Record says exactly what loans-api's ledger says."""
+        self.road_two()
+        truth = self.truth(journey_id)
+        record = self.record(journey_id)
+        if truth is None:
+            assert record.currentState == "created"
+            return
+        assert record.loan_view() == truth.snapshot
+        assert record.lastAppliedSeq == truth.seq
+
+
+def agent_key(journey_id: str, key: str, body: dict[str, Any]) -> AgentKey:
+    """The AgentKey the API makes of an agent's Idempotency-Key on simulate."""
+    path = f"/journeys/{journey_id}/simulate"
+    return AgentKey(scope=f"POST {path} {key}", request_hash=fingerprint("POST", path, body))
+
+
+def state_of(result: Result) -> str:
+    return str(json.loads(result.body)["currentState"])
