@@ -62,8 +62,6 @@ class Meter:
         self.calls: Counter[str] = Counter()
         self.wcu = 0.0
         self.rcu = 0.0
-        # Write units spent on the id -> journey pointer items (the design's only writes beyond its minimum).
-        self.pointer_wcu = 0.0
         self._lock = threading.Lock()
         self._params = threading.local()
         events = aws.session().events
@@ -78,17 +76,10 @@ class Meter:
         operation = model.name
         params = getattr(self._params, "last", {}) or {}
         wcu, rcu = self._dynamodb(operation, params, parsed) if service == "dynamodb" else (0.0, 0.0)
-        pointers = 0.0
-        if operation == "TransactWriteItems":
-            for entry in params.get("TransactItems", []):
-                item = entry.get("Put", {}).get("Item", {})
-                if item.get("sk", {}).get("S") == "POINTER":
-                    pointers += write_units(item_size(item), transactional=True)
         with self._lock:
             self.calls[f"{service}:{operation}"] += 1
             self.wcu += wcu
             self.rcu += rcu
-            self.pointer_wcu += pointers
 
     @staticmethod
     def _dynamodb(operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> tuple[float, float]:
@@ -112,12 +103,11 @@ class Meter:
 
     def snapshot(self) -> Usage:
         with self._lock:
-            return Usage(Counter(self.calls), self.wcu, self.rcu, self.pointer_wcu)
+            return Usage(Counter(self.calls), self.wcu, self.rcu)
 
     def since(self, start: Usage) -> Usage:
         now = self.snapshot()
-        return Usage(now.calls - start.calls, now.wcu - start.wcu, now.rcu - start.rcu,
-                     now.pointer_wcu - start.pointer_wcu)  # fmt: skip
+        return Usage(now.calls - start.calls, now.wcu - start.wcu, now.rcu - start.rcu)
 
 
 @dataclass(frozen=True)
@@ -125,7 +115,6 @@ class Usage:
     calls: Counter[str]
     wcu: float
     rcu: float
-    pointer_wcu: float
 
     def count(self, prefix: str) -> int:
         return sum(n for name, n in self.calls.items() if name.startswith(prefix))
