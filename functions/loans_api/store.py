@@ -175,8 +175,10 @@ class DynamoLoanStore:
                     "pk": outbox.journey_pk(after.journey_id),
                     "sk": LEDGER_SK,
                     "journeyId": after.journey_id,
-                    # The newest event, whole: seq orders the journey's commands, snapshot is its state.
-                    **change.event.model_dump(mode="json"),
+                    "seq": after.seq,  # orders the journey's commands: the condition below
+                    # The newest event, whole (its snapshot is where the journey stands). Nested, so the
+                    # ledger never carries an event's top-level attributes into an index keyed on them.
+                    "lastEvent": change.event.model_dump(mode="json"),
                 }
             ),
         }
@@ -216,7 +218,7 @@ class DynamoLoanStore:
 
 
 def _ledger_event(item: dict[str, Any]) -> LoanEvent:
-    return LoanEvent.model_validate({name: item[name] for name in LoanEvent.model_fields})
+    return LoanEvent.model_validate(item["lastEvent"])
 
 
 def _public(item: dict[str, Any]) -> dict[str, Any]:

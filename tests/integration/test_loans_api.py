@@ -128,8 +128,8 @@ def test_the_disbursement_condition_holds_inside_the_transaction(loans_api, dyna
     loans_api.post("/disbursements", body, key="d1")
     ledger_key = {"pk": f"JOURNEY#{JOURNEY}", "sk": "LEDGER"}
     ledger = from_item(dynamodb.get_item(TableName=resources.loans_table, Key=to_item(ledger_key))["Item"])
-    ledger["snapshot"]["disbursement"] = None
-    ledger["snapshot"]["state"] = "accepted"
+    ledger["lastEvent"]["snapshot"]["disbursement"] = None
+    ledger["lastEvent"]["snapshot"]["state"] = "accepted"
     dynamodb.put_item(TableName=resources.loans_table, Item=to_item(ledger))
     before = scan(dynamodb, resources.loans_table)
     # When a second disbursement passes the in-code checks
