@@ -9,13 +9,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import urllib3
-from pydantic import ValidationError
 
 from functions.orchestrator.loans_client import SigV4Signer
 from functions.relay.outbox_store import DynamoOutboxStore
 from shared import aws, tables
 from shared.control_store import DynamoControlRecordStore
-from shared.events import LoanEvent
+from shared.events import UnreadableEvent, parse_event
 
 LOCAL_AWS_ENDPOINT = "http://127.0.0.1:4566"
 LOCAL_API_URL = "http://127.0.0.1:3000"
@@ -85,8 +84,9 @@ def stack_target(stack_name: str, region: str) -> Target:
 
 def status(target: Target) -> dict[str, Any]:
     outbox = DynamoOutboxStore(target.client("dynamodb"), target.loans_table)
-    oldest = outbox.oldest_pending(1)
-    age = (datetime.now(UTC) - oldest[0].event.occurredAt).total_seconds() if oldest else 0.0
+    page = outbox.oldest_pending(1)
+    oldest = page.oldest_occurred_at()
+    age = 0.0 if oldest is None else max(0.0, (datetime.now(UTC) - oldest).total_seconds())
     sqs = target.client("sqs")
 
     def depth(url: str) -> dict[str, int]:
@@ -99,7 +99,11 @@ def status(target: Target) -> dict[str, Any]:
         }
 
     return {
-        "outbox": {"pending": outbox.count_pending(), "oldestPendingAgeSeconds": round(age, 3)},
+        "outbox": {
+            "pending": outbox.count_pending(),
+            "oldestPendingAgeSeconds": round(age, 3),
+            "unreadable": len(page.unreadable),
+        },
         "queues": {
             "events": depth(target.events_queue_url),
             "eventsDlq": {"visible": depth(target.events_dlq_url)["visible"]},
@@ -143,22 +147,29 @@ def _peek(target: Target, limit: int) -> list[dict[str, Any]]:
     return list(seen.values())[:limit]
 
 
-def _diagnose(body: str, journeys: DynamoControlRecordStore) -> dict[str, Any]:
+def diagnose(body: str, journeys: DynamoControlRecordStore) -> dict[str, Any]:
+    """Why a DLQ message failed, as far as its body and the Control Records tell (the consumer's
+    own reason, for an unreadable one: the same parser decides)."""
     try:
-        event = LoanEvent.model_validate_json(body)
-    except ValidationError as error:
-        try:
-            json.loads(body)
-        except ValueError:
-            return {"eventId": None, "type": None, "journeyId": None, "reason": "not JSON"}
-        return {
-            "eventId": None,
-            "type": None,
-            "journeyId": None,
-            "reason": f"not a loan event ({error.error_count()} schema errors)",
-        }
+        event = parse_event(body)
+    except UnreadableEvent as error:
+        fields = _loose_fields(body)
+        return {**fields, "reason": error.reason}
     reason = "unknown journey" if journeys.get(event.journeyId) is None else "failed when applied (see consumer logs)"
     return {"eventId": event.eventId, "type": event.type, "journeyId": event.journeyId, "reason": reason}
+
+
+def _loose_fields(body: str) -> dict[str, Any]:
+    """eventId, type and journeyId of a message that is not a readable event, where they are there."""
+    try:
+        values = json.loads(body)
+    except ValueError:
+        values = None
+    values = values if isinstance(values, dict) else {}
+    return {
+        name: values.get(name) if isinstance(values.get(name), str) else None
+        for name in ("eventId", "type", "journeyId")
+    }
 
 
 def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
@@ -167,7 +178,7 @@ def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
         {
             "messageId": m["MessageId"],
             "receiveCount": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
-            **_diagnose(m["Body"], journeys),
+            **diagnose(m["Body"], journeys),
         }
         for m in _peek(target, limit)
     ]
