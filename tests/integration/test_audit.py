@@ -145,9 +145,7 @@ def test_the_changes_index_returns_only_journeys_changed_in_the_window(dynamodb,
     assert [c.journey_id for c in window] == ["j-late"]
     everything = changes.changed_between(first.occurredAt, second.occurredAt + timedelta(seconds=1), limit=100)
     assert [c.journey_id for c in everything] == ["j-early", "j-late"]
-    assert [c.journey_id for c in changes.changed_between(first.occurredAt, datetime.now(UTC), limit=1)] == [
-        "j-early"
-    ]
+    assert [c.journey_id for c in changes.changed_between(first.occurredAt, datetime.now(UTC), limit=1)] == ["j-early"]
 
 
 def test_the_scheduled_audit_measures_remembers_and_reads_only_what_changed(dynamodb, resources, loans_api, settings):
