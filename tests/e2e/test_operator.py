@@ -190,7 +190,7 @@ def test_status_check_fails_on_a_dlq_message_and_passes_after_redrive(system, cl
 
     def consumed() -> bool:
         report = run_saga("status", "--json", urls=urls).json()
-        return report["queues"]["events"]["visible"] + report["queues"]["events"]["inFlight"] == 0
+        return bool(report["queues"]["events"]["visible"] + report["queues"]["events"]["inFlight"] == 0)
 
     assert system.wait_for(consumed, timeout=10, interval=0.5)
     assert run_saga("status", "--check", urls=urls).code == 0
