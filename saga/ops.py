@@ -15,7 +15,7 @@ from functions.auditor.audit import JourneyView, differences
 from functions.auditor.settings import AuditorSettings
 from functions.orchestrator.loans_client import SigV4Signer
 from functions.relay.outbox_store import DynamoOutboxStore
-from shared import aws, tables
+from shared import aws, event_ids, tables
 from shared.control_store import DynamoControlRecordStore
 from shared.dynamo import from_item, to_item
 from shared.events import UnreadableEvent, parse_event
@@ -420,7 +420,8 @@ def audit(
         scope = f"{len(journey_ids)} journey(s) named"
     elif since_seconds is not None:
         now = datetime.now(UTC)
-        window = changes.changed_between(now - timedelta(seconds=since_seconds), now, AUDIT_SINCE_LIMIT)
+        after = event_ids.lower_bound(now - timedelta(seconds=since_seconds))
+        window = changes.changed_between(after, now, AUDIT_SINCE_LIMIT)
         candidates = dict.fromkeys(change.journey_id for change in window)
         scope = f"journeys changed in the last {since_seconds:g} s"
     else:

@@ -45,6 +45,6 @@ def build_scheduled(
         clock,
         initial_lookback_seconds=settings.initial_lookback_seconds,
         late_commit_margin_seconds=settings.late_commit_margin_seconds,
-        max_journeys_per_run=settings.max_journeys_per_run,
+        max_changes_per_run=settings.max_changes_per_run,
         max_suspects=settings.max_suspects,
     )

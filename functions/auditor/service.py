@@ -116,7 +116,7 @@ class ScheduledAudit:
         clock: Callable[[], datetime],
         initial_lookback_seconds: float,
         late_commit_margin_seconds: float,
-        max_journeys_per_run: int,
+        max_changes_per_run: int,
         max_suspects: int,
     ) -> None:
         self._auditor = auditor
@@ -129,14 +129,18 @@ class ScheduledAudit:
         # consistent: an event can appear after a run covered its id's time. Each run re-reads this
         # much of the previous window, so such an event is seen by the next run.
         self._margin = timedelta(seconds=late_commit_margin_seconds)
-        self._max_journeys = max_journeys_per_run
+        self._max_changes = max_changes_per_run
         self._max_suspects = max_suspects
 
     def run(self) -> AuditReport:
         now = self._clock()
         state = self._state.get()
-        start = (state.checked_until - self._margin) if state.checked_until else now - self._lookback
-        changes = self._changes.changed_between(start, now, self._max_journeys)
+        if state.resume_after is not None:
+            after = state.resume_after
+        else:
+            start = (state.checked_until - self._margin) if state.checked_until else now - self._lookback
+            after = event_ids.lower_bound(start)
+        changes = self._changes.changed_between(after, now, self._max_changes)
         report = self._auditor.audit(dict.fromkeys([*state.suspects, *(c.journey_id for c in changes)]))
         suspects = [f.journeyId for f in report.outOfSync] + report.withinGrace
         if len(suspects) > self._max_suspects:
@@ -144,11 +148,12 @@ class ScheduledAudit:
                 "more journeys out of sync than the audit remembers: run `saga audit` for all of them",
                 extra={"count": len(suspects), "remembered": self._max_suspects},
             )
-        checked_until = now
-        if len(changes) >= self._max_journeys:  # capped: the next run goes on from the last change read
-            checked_until = (event_ids.time_of(changes[-1].event_id) or now) + self._margin
+        if len(changes) >= self._max_changes:  # capped: the next run goes on right after the last change read
             logger.warning("audit capped: more changes than one run reads", extra={"read": len(changes)})
-        self._state.put(AuditState(checked_until, tuple(suspects[: self._max_suspects])))
+            next_state = AuditState(state.checked_until, tuple(suspects[: self._max_suspects]), changes[-1].event_id)
+        else:
+            next_state = AuditState(now, tuple(suspects[: self._max_suspects]))
+        self._state.put(next_state)
         self._measure(report)
         return report
 

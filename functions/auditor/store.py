@@ -51,7 +51,7 @@ class TruthReader(Protocol):
 
 
 class ChangeFinder(Protocol):
-    def changed_between(self, start: datetime, end: datetime, limit: int) -> list[Change]: ...
+    def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]: ...
 
     def all_journeys(self) -> Iterator[str]: ...
 
@@ -102,27 +102,29 @@ class DynamoChangeFinder:
         self._client = client
         self._table = table_name
 
-    def changed_between(self, start: datetime, end: datetime, limit: int) -> list[Change]:
-        """The events with an id minted in [start, end), oldest first, at most `limit`."""
-        bounds = to_item({":from": event_ids.lower_bound(start), ":to": event_ids.lower_bound(end)})
-        per_type = [self._changes(event_type, bounds, limit) for event_type in sorted(KNOWN_EVENT_TYPES)]
+    def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]:
+        """The events with an id above `after` (an eventId, or `event_ids.lower_bound` of a time) and
+        minted before `end`, oldest first, at most `limit`."""
+        before = event_ids.lower_bound(end)
+        per_type = [self._changes(event_type, after, before, limit) for event_type in sorted(KNOWN_EVENT_TYPES)]
         return list(islice(heapq.merge(*per_type), limit))
 
-    def _changes(self, event_type: str, bounds: dict[str, Any], limit: int) -> list[Change]:
+    def _changes(self, event_type: str, after: str, before: str, limit: int) -> list[Change]:
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": CHANGES_INDEX,
-            "KeyConditionExpression": "#type = :type AND #id BETWEEN :from AND :to",
+            "KeyConditionExpression": "#type = :type AND #id > :after",
             "ExpressionAttributeNames": {"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
-            "ExpressionAttributeValues": {**bounds, **to_item({":type": event_type})},
+            "ExpressionAttributeValues": to_item({":type": event_type, ":after": after}),
         }
         found: list[Change] = []
         while len(found) < limit:
             page = self._client.query(**kwargs, Limit=limit - len(found))
-            found += [
-                Change(item[CHANGES_SORT_ATTRIBUTE]["S"], item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX))
-                for item in page.get("Items", [])
-            ]
+            for item in page.get("Items", []):
+                event_id = item[CHANGES_SORT_ATTRIBUTE]["S"]
+                if event_id >= before:
+                    return found
+                found.append(Change(event_id, item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -151,6 +153,8 @@ class AuditState:
 
     checked_until: datetime | None = None
     suspects: tuple[str, ...] = ()
+    # Set when a run was capped: the next run goes on right after this eventId.
+    resume_after: str | None = None
 
 
 class DynamoAuditState:
@@ -163,10 +167,12 @@ class DynamoAuditState:
     def get(self) -> AuditState:
         item = self._client.get_item(TableName=self._table, Key=to_item(AUDIT_STATE_KEY), ConsistentRead=True)
         values = from_item(item.get("Item") or {})
-        return AuditState(_time(values.get("checkedUntil")), tuple(values.get("suspects") or ()))
+        return AuditState(
+            _time(values.get("checkedUntil")), tuple(values.get("suspects") or ()), values.get("resumeAfter")
+        )
 
     def put(self, state: AuditState) -> None:
-        values = {**AUDIT_STATE_KEY, "suspects": list(state.suspects)}
+        values = {**AUDIT_STATE_KEY, "suspects": list(state.suspects), "resumeAfter": state.resume_after}
         if state.checked_until is not None:
             values["checkedUntil"] = state.checked_until.isoformat()
         self._client.put_item(TableName=self._table, Item=to_item(values))

@@ -11,6 +11,7 @@ from functions.auditor import bootstrap as auditor_bootstrap
 from functions.auditor.audit import Kind
 from functions.auditor.settings import AuditorSettings
 from functions.auditor.store import DynamoAuditState
+from shared import event_ids
 from shared.applier import EventApplier
 from shared.control_record import new_control_record
 from shared.control_store import DynamoControlRecordStore, control_item
@@ -141,11 +142,17 @@ def test_the_changes_index_returns_only_journeys_changed_in_the_window(dynamodb,
     first = simulate_at_loans_api(loans_api, "j-early")
     second = simulate_at_loans_api(loans_api, "j-late")
     _, changes = auditor_at(dynamodb, settings, datetime.now(UTC))
-    window = changes.changed_between(second.occurredAt, second.occurredAt + timedelta(seconds=1), limit=100)
+    minted = {event.eventId: event_ids.time_of(event.eventId) for event in (first, second)}
+    start_first, start_second = minted[first.eventId], minted[second.eventId]
+    assert start_first is not None
+    assert start_second is not None
+    end = start_second + timedelta(seconds=1)
+    window = changes.changed_between(event_ids.lower_bound(start_second), end, limit=100)
     assert [c.journey_id for c in window] == ["j-late"]
-    everything = changes.changed_between(first.occurredAt, second.occurredAt + timedelta(seconds=1), limit=100)
+    everything = changes.changed_between(event_ids.lower_bound(start_first), end, limit=100)
     assert [c.journey_id for c in everything] == ["j-early", "j-late"]
-    assert [c.journey_id for c in changes.changed_between(first.occurredAt, datetime.now(UTC), limit=1)] == ["j-early"]
+    assert [c.journey_id for c in changes.changed_between(first.eventId, end, limit=100)] == ["j-late"]
+    assert changes.changed_between(event_ids.lower_bound(start_first), start_first, limit=100) == []
 
 
 def test_the_scheduled_audit_measures_remembers_and_reads_only_what_changed(dynamodb, resources, loans_api, settings):
@@ -163,7 +170,7 @@ def test_the_scheduled_audit_measures_remembers_and_reads_only_what_changed(dyna
     assert metrics.metric_set["JourneysOutOfSync"]["Value"] == [1]
     assert metrics.metric_set["OldestOutOfSyncAgeSeconds"]["Value"] == [pytest.approx(120, abs=0.01)]
     state = DynamoAuditState(dynamodb, resources.journeys_table).get()
-    assert (state.checked_until, state.suspects) == (moment[0], ("j-sched",))
+    assert (state.checked_until, state.suspects, state.resume_after) == (moment[0], ("j-sched",), None)
     # When it runs again an hour later, nothing new having changed
     moment[0] += timedelta(hours=1)
     metrics.clear_metrics()
@@ -180,3 +187,18 @@ def test_the_scheduled_audit_measures_remembers_and_reads_only_what_changed(dyna
     assert scheduled.run().outOfSync == []
     assert metrics.metric_set["JourneysOutOfSync"]["Value"] == [0]
     assert DynamoAuditState(dynamodb, resources.journeys_table).get().suspects == ()
+
+
+def test_a_capped_run_goes_on_from_the_last_change_it_read(dynamodb, resources, loans_api, settings):
+    # Given two journeys changed, and a run that may read one change only
+    for journey_id in ("j-first", "j-second"):
+        journey(dynamodb, resources, journey_id)
+        simulate_at_loans_api(loans_api, journey_id)
+    capped = settings.model_copy(update={"max_changes_per_run": 1, "grace_seconds": 3600})
+    moment = datetime.now(UTC) + LATER
+    scheduled = auditor_bootstrap.build_scheduled(capped, quiet_metrics("auditor"), dynamodb, clock=lambda: moment)
+    # When it runs twice
+    first, second = scheduled.run(), scheduled.run()
+    # Then each run read the next change, and the suspect carried along was audited again
+    assert first.withinGrace == ["j-first"]
+    assert second.withinGrace == ["j-first", "j-second"]
