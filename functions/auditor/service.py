@@ -42,7 +42,8 @@ class JourneyAuditor:
 
     def audit(self, journey_ids: Iterable[str], repair: bool = False) -> AuditReport:
         """Compare every journey in `journey_ids`; with `repair`, apply loans-api's newest event to each
-        record whose fix is mechanical, then judge it again (the report says what it is now)."""
+        record out of sync past the grace period whose fix is mechanical, then judge it again (the report
+        says what it is now)."""
         report = AuditReport()
         for chunk in _chunks(journey_ids, CHUNK):
             self._audit_chunk(chunk, repair, report)
@@ -55,7 +56,8 @@ class JourneyAuditor:
         report.audited += len(ledgers.truths)
         for journey_id, truth in ledgers.truths.items():
             finding = self._judge(records.get(journey_id), truth)
-            if finding is not None and repair and finding.repairable:
+            # Within the grace period the roads may still deliver: only what is overdue is repaired.
+            if finding is not None and repair and finding.repairable and finding.ageSeconds >= self._grace:
                 finding = self._repair(finding, records[journey_id], truth, report)
             if finding is None:
                 continue

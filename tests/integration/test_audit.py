@@ -202,3 +202,16 @@ def test_a_capped_run_goes_on_from_the_last_change_it_read(dynamodb, resources, 
     # Then each run read the next change, and the suspect carried along was audited again
     assert first.withinGrace == ["j-first"]
     assert second.withinGrace == ["j-first", "j-second"]
+
+
+def test_repair_leaves_a_journey_within_the_grace_period_to_the_roads(
+    dynamodb, resources, loans_api, settings, records
+):
+    journey(dynamodb, resources, "j-young")
+    event = simulate_at_loans_api(loans_api, "j-young")
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + timedelta(seconds=5))
+    report = auditor.audit(["j-young"], repair=True)
+    assert (report.repaired, report.withinGrace) == ([], ["j-young"])
+    record = records.get("j-young")
+    assert record is not None
+    assert record.version == 0
