@@ -42,6 +42,6 @@ class DataTables(Construct):
                 index_name=index.name,
                 partition_key=_key(index.partition_key),
                 sort_key=_key(index.sort_key),
-                projection_type=dynamodb.ProjectionType.ALL,
+                projection_type=dynamodb.ProjectionType(index.projection),
             )
         return table

@@ -1,4 +1,4 @@
-"""The five Lambda functions: one code asset, one dependencies layer, Powertools configured by
+"""The six Lambda functions: one code asset, one dependencies layer, Powertools configured by
 environment, X-Ray active, JSON logs with a retention, timeouts that fit the retry budget."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ LOANS_API_TIMEOUT = Duration.seconds(10)
 RELAY_TIMEOUT = Duration.seconds(30)
 SWEEPER_TIMEOUT = Duration.seconds(60)
 CONSUMER_TIMEOUT = Duration.seconds(CONSUMER_TIMEOUT_SECONDS)
+AUDITOR_TIMEOUT = Duration.seconds(120)
 
 
 class SagaFunctions(Construct):
@@ -55,6 +56,9 @@ class SagaFunctions(Construct):
         )
         self.consumer = self._function(
             "Consumer", names.CONSUMER, "functions.consumer.handler.lambda_handler", CONSUMER_TIMEOUT, 256
+        )
+        self.auditor = self._function(
+            "Auditor", names.AUDITOR, "functions.auditor.handler.lambda_handler", AUDITOR_TIMEOUT, 256
         )
 
     def _function(

@@ -15,8 +15,8 @@ _REASONS: dict[str, str] = {
         "permissions; '*' is the only valid resource."
     ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::<{loans_table}.Arn>/index/*]": (
-        "grant_read_write_data covers the loans table's indexes; its only index is the sparse pending-outbox "
-        "GSI, which the relay and sweeper query (oldest pending first)."
+        "The table grants cover the loans table's indexes: the sparse pending-outbox GSI, which the sweeper "
+        "queries (oldest pending first), and the keys-only journey-changes GSI, which the auditor queries."
     ),
     "AwsSolutions::AwsSolutions-IAM5[Action::kms:GenerateDataKey*]": (
         "Publishing to the KMS-encrypted events topic needs GenerateDataKey* on that one key (grant_publish "

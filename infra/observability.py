@@ -22,6 +22,8 @@ PERIOD = Duration.minutes(1)
 OUTBOX_AGE_ALARM_SECONDS = 300
 ITERATOR_AGE_ALARM_MS = 60_000
 API_5XX_RATE_ALARM = 0.01
+# The audit runs every 5 minutes (infra/audit.py): its metrics are read over the same period.
+AUDIT_PERIOD = Duration.minutes(5)
 
 
 @dataclass(frozen=True)
@@ -77,11 +79,20 @@ class Observability(Construct):
                 saga_metric(names.CONSUMER, metric) for metric in
                 (names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_SKIPPED, names.EVENTS_FAILED)]),
         )  # fmt: skip
+        out_of_sync = saga_metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
+        unreadable = saga_metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
+        self.dashboard.add_widgets(
+            cw.GraphWidget(title="Journeys out of sync (audit)", width=12, left=[out_of_sync], right=[
+                saga_metric(names.AUDITOR, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS, "Maximum").with_(period=AUDIT_PERIOD)
+            ]),
+            cw.GraphWidget(title="Unreadable outbox items", width=12, left=[
+                unreadable, saga_metric(names.RELAY, names.UNREADABLE_OUTBOX_ITEMS)]),
+        )  # fmt: skip
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Idempotent replays and compensations", width=8, left=[
                 saga_metric(names.LOANS_API, names.IDEMPOTENT_REPLAYS),
                 saga_metric(names.ORCHESTRATOR, names.IDEMPOTENT_REPLAYS),
-                saga_metric(names.ORCHESTRATOR, names.COMPENSATIONS),
+                saga_metric(names.LOANS_API, names.COMPENSATIONS),
             ]),
             *(cw.GraphWidget(title=f"{name} API", width=8,
                              left=[rest.metric_client_error(period=PERIOD), rest.metric_server_error(period=PERIOD)],
@@ -118,6 +129,20 @@ class Observability(Construct):
             iterator_age,
             ITERATOR_AGE_ALARM_MS,
             "The relay is more than 60 s behind the loans table's stream.",
+        )
+        self._alarm(
+            "JourneysOutOfSync",
+            out_of_sync,
+            0,
+            "A Control Record disagrees with loans-api past the grace period: `saga audit` lists it, says "
+            "which road should have brought it, and repairs it with --repair where that is mechanical.",
+        )
+        self._alarm(
+            "UnreadableOutboxItems",
+            unreadable,
+            0,
+            "A PENDING outbox item is not an event the relay can read; it is skipped (and kept). The relay's "
+            "and sweeper's logs name it ('unreadable outbox item skipped').",
         )
         for name, api in w.apis.items():
             self._alarm(

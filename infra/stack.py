@@ -8,6 +8,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.apis import ProxyApi
+from infra.audit import JourneyAudit
 from infra.data import DataTables
 from infra.event_sources import EventSources
 from infra.functions import SagaFunctions
@@ -67,12 +68,14 @@ class LoanSagaStack(Stack):
             consumer=fns.consumer,
             sweeper=fns.sweeper,
         )
+        JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys)
         functions = {
             "orchestrator": fns.orchestrator,
             "loans-api": fns.loans_api,
             "relay": fns.relay,
             "sweeper": fns.sweeper,
             "consumer": fns.consumer,
+            "auditor": fns.auditor,
         }
         self.observability = Observability(
             self, "Observability", key=messaging.key,

@@ -10,7 +10,18 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+EXIT_CODES = """exit codes (every command; --json prints exactly one JSON document on stdout):
+  0  all is well: status --check passed, journey show / audit: the records agree with loans-api
+  1  something needs an operator: status --check failed (DLQ, outbox age, relay failures, unreadable
+     outbox items), journey show: the record disagrees, audit: journeys out of sync
+  2  the system could not be read (unreachable, or an answer it should not give)
+  3  journey show: neither the orchestrator nor loans-api knows the journey
+
+Without URLs, commands use the ones a running `saga local` recorded in .saga/local.json (or
+$SAGA_STATE_FILE), else the default local ports."""
 
 _FAKE_AWS = {
     "AWS_ACCESS_KEY_ID": "local",
@@ -21,7 +32,12 @@ _FAKE_AWS = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="saga", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="saga",
+        description=__doc__,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     local = commands.add_parser("local", help="run the whole system on this machine (Ctrl-C stops it)")
@@ -39,6 +55,16 @@ def _parser() -> argparse.ArgumentParser:
         "--sweep-threshold", type=float, default=60.0, help="republish outbox events pending longer than this (seconds)"
     )
     local.add_argument("--log-level", default="WARNING", help="functions' log level (DEBUG, INFO, WARNING)")
+    local.add_argument(
+        "--disable",
+        action="append",
+        default=[],
+        choices=["relay", "consumer", "sweeper"],
+        help="leave a poller off (repeatable): without the consumer, road 2 stops at the queue",
+    )
+    local.add_argument(
+        "--state-file", default=None, help="where to record the URLs (default: .saga/local.json, or $SAGA_STATE_FILE)"
+    )
 
     def target_options(sub: argparse.ArgumentParser) -> None:
         sub.add_argument(
@@ -48,18 +74,24 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--region", default=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
         )
-        sub.add_argument("--api-url", default="http://127.0.0.1:3000", help="orchestrator URL (local)")
-        sub.add_argument("--loans-api-url", default="http://127.0.0.1:3001", help="loans-api URL (local)")
+        sub.add_argument("--api-url", default=None, help="orchestrator URL (default: saga local's, else :3000)")
+        sub.add_argument("--loans-api-url", default=None, help="loans-api URL (default: saga local's, else :3001)")
+        sub.add_argument("--json", action="store_true", help="exactly one JSON document on stdout")
 
     status = commands.add_parser("status", help="outbox and queue figures")
     target_options(status)
-    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the DLQ holds messages, the oldest pending outbox event is older than "
+        "--max-outbox-age, relay failures are queued or outbox items are unreadable; says which and what next",
+    )
+    status.add_argument("--max-outbox-age", type=float, default=300.0, help="seconds (default 300, as the alarm)")
 
     dlq = commands.add_parser("dlq", help="inspect or redrive the events DLQ")
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)
     dlq_list = dlq_commands.add_parser("list", help="what is in the DLQ, and why where known")
     target_options(dlq_list)
-    dlq_list.add_argument("--json", action="store_true")
     redrive = dlq_commands.add_parser("redrive", help="move DLQ messages back to the events queue")
     target_options(redrive)
     redrive.add_argument("--dry-run", action="store_true", help="list what would move, move nothing")
@@ -67,9 +99,27 @@ def _parser() -> argparse.ArgumentParser:
 
     journey = commands.add_parser("journey", help="journey tools")
     journey_commands = journey.add_subparsers(dest="journey_command", required=True)
-    show = journey_commands.add_parser("show", help="Control Record next to loans-api's truth")
+    show = journey_commands.add_parser(
+        "show", help="Control Record next to loans-api's truth, and the journey's events in order"
+    )
     target_options(show)
     show.add_argument("journey_id")
+
+    audit = commands.add_parser(
+        "audit", help="list every journey whose Control Record disagrees with loans-api past a grace period"
+    )
+    target_options(audit)
+    audit.add_argument("--grace", type=float, default=60.0, help="seconds a disagreement may last (default 60)")
+    audit.add_argument(
+        "--since", type=float, default=None, help="only journeys changed in the last SECONDS (default: all)"
+    )
+    audit.add_argument("--journey", action="append", default=[], help="only this journey (repeatable)")
+    audit.add_argument(
+        "--repair",
+        action="store_true",
+        help="apply loans-api's newest event to each record that is mechanically behind, through the "
+        "applier both roads use (never writes to loans-api)",
+    )
 
     demo = commands.add_parser("demo", help="a scripted agent walks one journey through its links")
     target_options(demo)
@@ -81,14 +131,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _target(args: argparse.Namespace) -> Any:
-    from saga import ops
+    from saga import local_state, ops
 
     if args.stack:
         return ops.stack_target(args.stack, args.region)
-    endpoint = args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or ops.LOCAL_AWS_ENDPOINT
+    recorded = local_state.read()
+    endpoint = args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or recorded.get("aws") or ops.LOCAL_AWS_ENDPOINT
+    api_url = args.api_url or recorded.get("orchestrator") or ops.LOCAL_API_URL
+    loans_api_url = args.loans_api_url or recorded.get("loans-api") or ops.LOCAL_LOANS_API_URL
     for name, value in _FAKE_AWS.items():
         os.environ.setdefault(name, value)
-    return ops.local_target(endpoint, args.region, args.api_url.rstrip("/"), args.loans_api_url.rstrip("/"))
+    return ops.local_target(endpoint, args.region, api_url.rstrip("/"), loans_api_url.rstrip("/"))
 
 
 def _wait_for(stop: threading.Event) -> None:
@@ -108,6 +161,7 @@ def _run_local(args: argparse.Namespace) -> int:
 
     from aws_lambda_powertools import Logger
 
+    from saga import local_state
     from saga.local.runtime import LocalRuntime, RuntimeConfig
 
     Logger(service="saga-local", level=args.log_level.upper())  # the parent of every function's logger
@@ -127,23 +181,29 @@ def _run_local(args: argparse.Namespace) -> int:
         aws_port=args.aws_port,
         loans_api_url=args.loans_api_url,
         sweep_threshold_seconds=args.sweep_threshold,
+        disabled=frozenset(args.disable),
     )
     runtime = LocalRuntime(config)
+    state_file = Path(args.state_file) if args.state_file else local_state.path()
     try:
         runtime.start()
         urls = runtime.urls
+        local_state.write(urls, state_file)
         print(f"orchestrator API  {urls['orchestrator']}   (try: curl {urls['orchestrator']}/openapi.json)")
         print(f"loans-api         {urls['loans-api']}")
         print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
         if args.loans_api_url:
             print(f"orchestrator -> loans-api via {args.loans_api_url}")
-        print("relay, consumer and sweeper are polling; `saga status` shows the outbox and queues")
+        running = [name for name in ("relay", "consumer", "sweeper") if name not in args.disable]
+        print(f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(args.disable) or 'nothing'}")
+        print(f"where it listens: {state_file} (the other saga commands read it)")
         print(f"ready in {time.monotonic() - started:.1f}s; Ctrl-C stops", flush=True)
         _wait_for(stop)
     except OSError as error:
         print(f"saga local: cannot start: {error}", file=sys.stderr)
         return 1
     finally:
+        local_state.remove(state_file)
         runtime.stop()
     print("stopped", flush=True)
     return 0
@@ -163,7 +223,88 @@ def _run_proxy(args: argparse.Namespace) -> int:
 
 
 def _emit(value: Any, as_json: bool, human: str) -> None:
+    """One JSON document on stdout for scripts, or the text for humans."""
     print(json.dumps(value, indent=2, default=str) if as_json else human)
+
+
+def _problem(command: str, title: str, detail: str) -> dict[str, Any]:
+    """An RFC 9457 problem document for a failure to read the system."""
+    return {"type": "about:blank", "title": title, "status": 503, "detail": detail, "command": f"saga {command}"}
+
+
+def _status(args: argparse.Namespace, target: Any) -> int:
+    from saga import ops
+
+    report = ops.status(target)
+    if args.check:
+        report["problems"] = ops.status_problems(report, args.max_outbox_age)
+    _emit(report, args.json, ops.status_table(report))
+    return 1 if report.get("problems") else 0
+
+
+def _dlq(args: argparse.Namespace, target: Any) -> int:
+    from saga import ops
+
+    if args.dlq_command == "list":
+        entries = ops.dlq_list(target)
+        lines = [
+            f"{e['messageId']}  receives={e['receiveCount']}  {e['type'] or '-'}"
+            f"  journey={e['journeyId'] or '-'}  event={e['eventId'] or '-'}  why: {e['reason']}"
+            for e in entries
+        ]
+        _emit(entries, args.json, "\n".join(lines) or "the DLQ is empty")
+        return 0
+    moved = ops.dlq_redrive(target, args.dry_run, args.max)
+    verb = "would move" if args.dry_run else "moved"
+    lines = [f"{verb} {len(moved)} message(s) to the events queue"]
+    lines += [f"  {entry['messageId']}  {entry['body']}" for entry in moved]
+    _emit({"dryRun": args.dry_run, "moved": moved}, args.json, "\n".join(lines))
+    return 0
+
+
+def _journey(args: argparse.Namespace, target: Any) -> int:
+    from saga import ops
+
+    result = ops.journey_show(target, args.journey_id)
+    _emit(result, args.json, ops.journey_text(result))
+    if not result["found"]:
+        return 3
+    return 0 if result["agree"] else 1
+
+
+def _audit(args: argparse.Namespace, target: Any) -> int:
+    from saga import ops
+
+    report = ops.audit(target, args.grace, args.repair, args.journey, args.since)
+    _emit(report, args.json, ops.audit_text(report))
+    return 0 if report["agree"] and not report["unreadable"] else 1
+
+
+def _demo(args: argparse.Namespace, target: Any) -> int:
+    from saga import ops
+
+    narrate = (lambda line: print(line, file=sys.stderr)) if args.json else print  # stdout stays one document
+    record = ops.demo(target, narrate)
+    if args.json:
+        _emit(record, True, "")
+    return 0
+
+
+_OPERATIONS = {"status": _status, "dlq": _dlq, "journey": _journey, "audit": _audit, "demo": _demo}
+
+
+def _quiet_function_logs() -> None:
+    """The functions' code the CLI runs (the audit's applier) logs as it does in Lambda; here only its
+    errors matter, and on stderr: stdout is the command's answer."""
+    import logging
+
+    os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "saga-cli")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+    from aws_lambda_powertools import Logger
+
+    to_stderr = logging.StreamHandler(sys.stderr)
+    to_stderr.setLevel(logging.ERROR)
+    Logger(service=os.environ["POWERTOOLS_SERVICE_NAME"], level="ERROR", logger_handler=to_stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,40 +313,20 @@ def main(argv: list[str] | None = None) -> int:
         return _run_local(args)
     if args.command == "proxy":
         return _run_proxy(args)
+    _quiet_function_logs()
     from botocore.exceptions import BotoCoreError, ClientError
     from urllib3.exceptions import HTTPError
 
-    from saga import ops
+    from saga.ops import Unreachable
 
     try:
-        target = _target(args)
-        if args.command == "status":
-            report = ops.status(target)
-            _emit(report, args.json, ops.status_table(report))
-        elif args.command == "dlq" and args.dlq_command == "list":
-            entries = ops.dlq_list(target)
-            lines = [
-                f"{e['messageId']}  receives={e['receiveCount']}  {e['type'] or '-'}"
-                f"  journey={e['journeyId'] or '-'}  event={e['eventId'] or '-'}  why: {e['reason']}"
-                for e in entries
-            ]
-            _emit(entries, args.json, "\n".join(lines) or "the DLQ is empty")
-        elif args.command == "dlq":
-            moved = ops.dlq_redrive(target, args.dry_run, args.max)
-            verb = "would move" if args.dry_run else "moved"
-            print(f"{verb} {len(moved)} message(s) to the events queue")
-            for entry in moved:
-                print(f"  {entry['messageId']}  {entry['body']}")
-        elif args.command == "journey":
-            result = ops.journey_show(target, args.journey_id)
-            print(json.dumps(result, indent=2))
-            print("agree: yes" if result["agree"] else "agree: NO\n  " + "\n  ".join(result["differences"]))
-        elif args.command == "demo":
-            ops.demo(target, print)
-    except (BotoCoreError, ClientError, HTTPError, KeyError) as error:
-        print(f"saga {args.command}: cannot reach the system: {type(error).__name__}: {error}", file=sys.stderr)
+        return _OPERATIONS[args.command](args, _target(args))
+    except (BotoCoreError, ClientError, HTTPError, KeyError, Unreachable) as error:
+        detail = f"{type(error).__name__}: {error}"
+        print(f"saga {args.command}: cannot reach the system: {detail}", file=sys.stderr)
+        if getattr(args, "json", False):
+            _emit(_problem(args.command, "cannot reach the system", detail), True, "")
         return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import urllib3
-from pydantic import ValidationError
 
+from functions.auditor import bootstrap as auditor_bootstrap
+from functions.auditor.audit import JourneyView, differences
+from functions.auditor.settings import AuditorSettings
 from functions.orchestrator.loans_client import SigV4Signer
 from functions.relay.outbox_store import DynamoOutboxStore
-from shared import aws, tables
+from shared import aws, event_ids, tables
 from shared.control_store import DynamoControlRecordStore
-from shared.events import LoanEvent
+from shared.dynamo import from_item, to_item
+from shared.events import UnreadableEvent, parse_event
+from shared.outbox import EVENT_PREFIX, journey_pk
 
 LOCAL_AWS_ENDPOINT = "http://127.0.0.1:4566"
 LOCAL_API_URL = "http://127.0.0.1:3000"
 LOCAL_LOANS_API_URL = "http://127.0.0.1:3001"
+# `saga audit --since` reads at most this many changes (the scheduled audit pages through more).
+AUDIT_SINCE_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,9 @@ def stack_target(stack_name: str, region: str) -> Target:
 
 def status(target: Target) -> dict[str, Any]:
     outbox = DynamoOutboxStore(target.client("dynamodb"), target.loans_table)
-    oldest = outbox.oldest_pending(1)
-    age = (datetime.now(UTC) - oldest[0].event.occurredAt).total_seconds() if oldest else 0.0
+    page = outbox.oldest_pending(1)
+    oldest = page.oldest_occurred_at()
+    age = 0.0 if oldest is None else max(0.0, (datetime.now(UTC) - oldest).total_seconds())
     sqs = target.client("sqs")
 
     def depth(url: str) -> dict[str, int]:
@@ -99,7 +106,11 @@ def status(target: Target) -> dict[str, Any]:
         }
 
     return {
-        "outbox": {"pending": outbox.count_pending(), "oldestPendingAgeSeconds": round(age, 3)},
+        "outbox": {
+            "pending": outbox.count_pending(),
+            "oldestPendingAgeSeconds": round(age, 3),
+            "unreadable": len(page.unreadable),
+        },
         "queues": {
             "events": depth(target.events_queue_url),
             "eventsDlq": {"visible": depth(target.events_dlq_url)["visible"]},
@@ -108,17 +119,55 @@ def status(target: Target) -> dict[str, Any]:
     }
 
 
+def status_problems(report: dict[str, Any], max_outbox_age_seconds: float) -> list[dict[str, str]]:
+    """What `saga status --check` fails on, each with the next command to run."""
+    outbox, queues = report["outbox"], report["queues"]
+    problems = []
+    if queues["eventsDlq"]["visible"]:
+        problems.append({
+            "check": "dlq",
+            "detail": f"{queues['eventsDlq']['visible']} message(s) in the events DLQ: events road 2 could not apply",
+            "next": "saga dlq list   (then fix the cause and `saga dlq redrive`)",
+        })  # fmt: skip
+    if outbox["oldestPendingAgeSeconds"] > max_outbox_age_seconds:
+        problems.append({
+            "check": "outbox-age",
+            "detail": f"the oldest PENDING outbox event is {outbox['oldestPendingAgeSeconds']:.0f} s old "
+            f"(threshold {max_outbox_age_seconds:.0f} s): the relay and the sweeper are not publishing it",
+            "next": "check the relay's and the sweeper's logs; `saga audit` lists the journeys it leaves behind",
+        })  # fmt: skip
+    if outbox.get("unreadable"):
+        problems.append({
+            "check": "unreadable-outbox-items",
+            "detail": f"{outbox['unreadable']} PENDING outbox item(s) the relay cannot read (skipped, kept)",
+            "next": "search the sweeper's logs for 'unreadable outbox item skipped'",
+        })  # fmt: skip
+    if queues["relayFailures"]["visible"]:
+        problems.append({
+            "check": "relay-failures",
+            "detail": f"{queues['relayFailures']['visible']} stream batch(es) exhausted the relay's retries",
+            "next": "saga status   (the sweeper republishes their PENDING events; read the relay's logs for why)",
+        })  # fmt: skip
+    return problems
+
+
 def status_table(report: dict[str, Any]) -> str:
     outbox, queues = report["outbox"], report["queues"]
     rows = [
         ("outbox pending", str(outbox["pending"])),
         ("oldest pending age (s)", f"{outbox['oldestPendingAgeSeconds']:.1f}"),
+        ("unreadable outbox items", str(outbox.get("unreadable", 0))),
         ("events queue visible / in flight", f"{queues['events']['visible']} / {queues['events']['inFlight']}"),
         ("events DLQ", str(queues["eventsDlq"]["visible"])),
         ("relay failures", str(queues["relayFailures"]["visible"])),
     ]
     width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)
+    lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
+    if "problems" in report:
+        lines.append("")
+        lines += [f"FAIL {p['check']}: {p['detail']}\n     next: {p['next']}" for p in report["problems"]]
+        lines += [] if report["problems"] else ["ok: nothing in the DLQ or relay failures, the outbox is moving"]
+    return "\n".join(lines)
 
 
 # -- DLQ ----------------------------------------------------------------------------------------
@@ -143,22 +192,29 @@ def _peek(target: Target, limit: int) -> list[dict[str, Any]]:
     return list(seen.values())[:limit]
 
 
-def _diagnose(body: str, journeys: DynamoControlRecordStore) -> dict[str, Any]:
+def diagnose(body: str, journeys: DynamoControlRecordStore) -> dict[str, Any]:
+    """Why a DLQ message failed, as far as its body and the Control Records tell (the consumer's
+    own reason, for an unreadable one: the same parser decides)."""
     try:
-        event = LoanEvent.model_validate_json(body)
-    except ValidationError as error:
-        try:
-            json.loads(body)
-        except ValueError:
-            return {"eventId": None, "type": None, "journeyId": None, "reason": "not JSON"}
-        return {
-            "eventId": None,
-            "type": None,
-            "journeyId": None,
-            "reason": f"not a loan event ({error.error_count()} schema errors)",
-        }
+        event = parse_event(body)
+    except UnreadableEvent as error:
+        fields = _loose_fields(body)
+        return {**fields, "reason": error.reason}
     reason = "unknown journey" if journeys.get(event.journeyId) is None else "failed when applied (see consumer logs)"
     return {"eventId": event.eventId, "type": event.type, "journeyId": event.journeyId, "reason": reason}
+
+
+def _loose_fields(body: str) -> dict[str, Any]:
+    """eventId, type and journeyId of a message that is not a readable event, where they are there."""
+    try:
+        values = json.loads(body)
+    except ValueError:
+        values = None
+    values = values if isinstance(values, dict) else {}
+    return {
+        name: values.get(name) if isinstance(values.get(name), str) else None
+        for name in ("eventId", "type", "journeyId")
+    }
 
 
 def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
@@ -167,7 +223,7 @@ def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
         {
             "messageId": m["MessageId"],
             "receiveCount": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
-            **_diagnose(m["Body"], journeys),
+            **diagnose(m["Body"], journeys),
         }
         for m in _peek(target, limit)
     ]
@@ -229,36 +285,170 @@ class Http:
 
 
 def journey_show(target: Target, journey_id: str) -> dict[str, Any]:
+    """The Control Record next to loans-api's truth, whether they agree, and the journey's events in
+    order. `found` is False when neither side knows the journey."""
     http = Http(target)
     record_status, record = http.call("GET", f"{target.api_url}/journeys/{journey_id}")
     truth_status, truth = http.call("GET", f"{target.loans_api_url}/journeys/{journey_id}")
-    comparison = compare(record if record_status == 200 else None, truth if truth_status == 200 else None)
-    return {"controlRecord": record, "loansApi": truth, **comparison}
+    for status_code, body, side in ((record_status, record, "orchestrator"), (truth_status, truth, "loans-api")):
+        if status_code not in (200, 404):
+            raise Unreachable(f"{side} answered {status_code} for journey {journey_id}: {str(body)[:300]}")
+    record = record if record_status == 200 else None
+    truth = truth if truth_status == 200 else None
+    return {
+        "journeyId": journey_id,
+        "found": record is not None or truth is not None,
+        "controlRecord": record,
+        "loansApi": truth,
+        **compare(record, truth),
+        "history": journey_history(target, journey_id, record),
+    }
+
+
+class Unreachable(Exception):
+    """A part of the system did not answer as it should (exit code 2)."""
+
+
+def journey_history(target: Target, journey_id: str, record: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The journey's events in order, from loans-api's outbox items: when each was committed, when
+    road 2's relay published it, and whether the Control Record has applied it (by seq: the applier
+    is convergent, so every event at or below lastAppliedSeq is in the record, whichever road brought
+    it). The record keeps no per-road trail, so only the last applied event has a version."""
+    dynamodb = target.client("dynamodb")
+    items = dynamodb.query(
+        TableName=target.loans_table,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
+        ExpressionAttributeValues=to_item({":pk": journey_pk(journey_id), ":events": EVENT_PREFIX}),
+        ConsistentRead=True,
+    ).get("Items", [])
+    applied_seq = int(record["lastAppliedSeq"]) if record else 0
+    history = []
+    for values in (from_item(item) for item in items):
+        entry = {
+            "seq": values.get("seq"),
+            "eventId": values.get("eventId"),
+            "type": values.get("type"),
+            "committedAt": values.get("occurredAt"),
+            "outbox": values.get("status"),
+            "road2PublishedAt": values.get("publishedAt"),
+            "inRecord": isinstance(values.get("seq"), int) and values["seq"] <= applied_seq,
+            "recordVersionAfter": None,
+        }
+        if record and values.get("eventId") == record.get("lastAppliedEventId"):
+            entry["recordVersionAfter"] = record.get("version")
+        history.append(entry)
+    return history
+
+
+def journey_text(result: dict[str, Any]) -> str:
+    """`saga journey show` for a human: where the journey stands and how it got there."""
+    record, truth = result["controlRecord"], result["loansApi"]
+    if not result["found"]:
+        return f"journey {result['journeyId']}: unknown (neither the orchestrator nor loans-api knows it)"
+    lines = [f"journey {result['journeyId']}"]
+    if record:
+        lines.append(
+            f"  Control Record  {record['currentState']} v{record['version']}, "
+            f"applied up to seq {record['lastAppliedSeq']}, updated {record.get('updatedAt')}"
+        )
+    else:
+        lines.append("  Control Record  none")
+    lines.append(f"  loans-api       {truth['state']} at seq {truth['seq']}" if truth else "  loans-api       none")
+    if result["history"]:
+        lines.append("  events")
+    for event in result["history"]:
+        published = event["road2PublishedAt"] or "not yet"
+        applied = "in the record" if event["inRecord"] else "NOT in the record"
+        version = f" (record v{event['recordVersionAfter']})" if event["recordVersionAfter"] is not None else ""
+        lines.append(
+            f"    {event['seq']:>3}  {event['type']:<20} committed {event['committedAt']}  "
+            f"road 2 published {published}  {applied}{version}"
+        )
+    lines.append("agree: yes" if result["agree"] else "agree: NO\n  " + "\n  ".join(result["differences"]))
+    return "\n".join(lines)
 
 
 def compare(record: dict[str, Any] | None, truth: dict[str, Any] | None) -> dict[str, Any]:
-    """Does the Control Record match loans-api's truth? Lists what differs."""
+    """Does the Control Record (the orchestrator's JSON) match loans-api's truth (its JSON)? Lists
+    what differs, on the same fields as the audit."""
     if record is None:
-        return {"agree": False, "differences": ["no Control Record"]}
+        return {"agree": truth is None, "differences": [] if truth is None else ["no Control Record"]}
+    record_view = JourneyView(
+        state=record["currentState"],
+        seq=record["lastAppliedSeq"],
+        simulation_id=(record.get("simulation") or {}).get("simulationId"),
+        acceptance_id=(record.get("acceptance") or {}).get("acceptanceId"),
+        disbursement_id=(record.get("disbursement") or {}).get("disbursementId"),
+    )
     if truth is None:
         agree = record["lastAppliedSeq"] == 0
         return {"agree": agree, "differences": [] if agree else ["loans-api has no record of this journey"]}
-    active_simulation = next((s["simulationId"] for s in truth["simulations"] if s["status"] == "ACTIVE"), None)
-    active_acceptance = next((a["acceptanceId"] for a in truth["acceptances"] if a["status"] == "ACTIVE"), None)
-    pairs = {
-        "state": (record["currentState"], truth["state"]),
-        "seq": (record["lastAppliedSeq"], truth["seq"]),
-        "simulationId": ((record.get("simulation") or {}).get("simulationId"), active_simulation),
-        "acceptanceId": ((record.get("acceptance") or {}).get("acceptanceId"), active_acceptance),
-        "disbursementId": (
-            (record.get("disbursement") or {}).get("disbursementId"),
-            (truth.get("disbursement") or {}).get("disbursementId"),
-        ),
-    }
-    differences = [
-        f"{name}: record {mine!r} != loans-api {theirs!r}" for name, (mine, theirs) in pairs.items() if mine != theirs
-    ]
-    return {"agree": not differences, "differences": differences}
+    truth_view = JourneyView(
+        state=truth["state"],
+        seq=truth["seq"],
+        simulation_id=next((s["simulationId"] for s in truth["simulations"] if s["status"] == "ACTIVE"), None),
+        acceptance_id=next((a["acceptanceId"] for a in truth["acceptances"] if a["status"] == "ACTIVE"), None),
+        disbursement_id=(truth.get("disbursement") or {}).get("disbursementId"),
+    )
+    found = differences(record_view, truth_view)
+    return {"agree": not found, "differences": found}
+
+
+# -- audit ------------------------------------------------------------------------------------
+
+
+def audit(
+    target: Target,
+    grace_seconds: float,
+    repair: bool = False,
+    journey_ids: list[str] | None = None,
+    since_seconds: float | None = None,
+) -> dict[str, Any]:
+    """Compare Control Records with loans-api's ledgers: the given journeys, those changed in the last
+    `since_seconds` (the changes index), or every journey (a scan of the ledgers)."""
+    settings = AuditorSettings(
+        region=target.region,
+        aws_endpoint_url=target.endpoint_url,
+        loans_table_name=target.loans_table,
+        journeys_table_name=target.journeys_table,
+        grace_seconds=grace_seconds,
+    )
+    dynamodb = target.client("dynamodb")
+    auditor, changes = auditor_bootstrap.build_auditor(dynamodb, dynamodb, settings)
+    if journey_ids:
+        candidates: Iterable[str] = journey_ids
+        scope = f"{len(journey_ids)} journey(s) named"
+    elif since_seconds is not None:
+        now = datetime.now(UTC)
+        after = event_ids.lower_bound(now - timedelta(seconds=since_seconds))
+        window = changes.changed_between(after, now, AUDIT_SINCE_LIMIT)
+        candidates = dict.fromkeys(change.journey_id for change in window)
+        scope = f"journeys changed in the last {since_seconds:g} s"
+    else:
+        candidates = changes.all_journeys()
+        scope = "every journey (a scan of loans-api's ledgers)"
+    return {"scope": scope, "graceSeconds": grace_seconds, **auditor.audit(candidates, repair=repair).to_json()}
+
+
+def audit_text(report: dict[str, Any]) -> str:
+    lines = [f"audited {report['audited']} journey(s): {report['scope']}; grace {report['graceSeconds']:g} s"]
+    for journey_id in report["repaired"]:
+        lines.append(f"repaired {journey_id}: applied loans-api's newest event")
+    for finding in report["outOfSync"]:
+        lines += [
+            f"OUT OF SYNC {finding['journeyId']}  ({finding['kind']}, for {finding['ageSeconds']:.0f} s, "
+            f"since {finding['outOfSyncSince']})",
+            *(f"    {difference}" for difference in finding["differences"]),
+            f"    expected road: {finding['expectedRoad']}",
+            f"    repair: {finding['repair']}",
+        ]
+    if report["withinGrace"]:
+        lines.append(f"within the grace period (the roads may still bring them): {', '.join(report['withinGrace'])}")
+    if report["unreadable"]:
+        lines.append(f"unreadable ledgers: {', '.join(report['unreadable'])}")
+    verdict = "no journey out of sync past the grace period"
+    lines.append(verdict if report["agree"] else f"{len(report['outOfSync'])} journey(s) out of sync")
+    return "\n".join(lines)
 
 
 # -- demo -------------------------------------------------------------------------------------

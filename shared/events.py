@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, ValidationError
 
 LoanState = Literal["created", "simulated", "accepted", "disbursed", "cancelled"]
 EventType = Literal[
@@ -16,6 +16,7 @@ EventType = Literal[
     "LoanDisbursed",
     "JourneyCancelled",
 ]
+KNOWN_EVENT_TYPES: frozenset[str] = frozenset(get_args(EventType))
 
 
 def _two_places(value: Decimal) -> str:
@@ -38,7 +39,16 @@ class Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class SimulationSummary(Message):
+class WireMessage(BaseModel):
+    """Base of the event schema, read off the wire (outbox items, queue messages, replies): a tolerant
+    reader. A newer writer may add fields; every reader ignores what it does not know, so one added
+    field cannot make every new event poison for the relay and the consumer. An unknown event *type*
+    is still refused (see `parse_event`): a reader cannot apply what it does not understand."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class SimulationSummary(WireMessage):
     simulationId: str
     amount: Money
     termMonths: int
@@ -47,17 +57,17 @@ class SimulationSummary(Message):
     totalRepayable: Money
 
 
-class AcceptanceSummary(Message):
+class AcceptanceSummary(WireMessage):
     acceptanceId: str
     simulationId: str
 
 
-class DisbursementSummary(Message):
+class DisbursementSummary(WireMessage):
     disbursementId: str
     amount: Money
 
 
-class LoanSnapshot(Message):
+class LoanSnapshot(WireMessage):
     """The journey's loan state right after an event, as the system of record sees it."""
 
     journeyId: str
@@ -67,7 +77,7 @@ class LoanSnapshot(Message):
     disbursement: DisbursementSummary | None = None
 
 
-class LoanEvent(Message):
+class LoanEvent(WireMessage):
     """An outbox event. `eventId` is a UUIDv7 minted before the transaction, so the reply (road 1)
     and the outbox (road 2) carry the same id; `seq` is the per-journey sequence."""
 
@@ -77,3 +87,36 @@ class LoanEvent(Message):
     type: EventType
     occurredAt: datetime
     snapshot: LoanSnapshot
+
+
+class UnreadableEvent(ValueError):
+    """A message that is not an event this reader can apply; `reason` says why, in an operator's words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+UNKNOWN_EVENT_TYPE = "unknown event type"
+
+
+def parse_event(body: str | bytes) -> LoanEvent:
+    """A loan event from a JSON message body, or UnreadableEvent with the reason: "not JSON", "unknown
+    event type 'X'" (a newer writer's event: nothing is lost, redrive it once the reader knows it),
+    or "not a loan event (...)"."""
+    try:
+        return LoanEvent.model_validate_json(body)
+    except ValidationError as error:
+        raise UnreadableEvent(why_unreadable(error)) from error
+
+
+def why_unreadable(error: ValidationError) -> str:
+    """An operator's reason for a failed event validation."""
+    errors = error.errors(include_url=False)
+    if any(e["type"] == "json_invalid" for e in errors):
+        return "not JSON"
+    for e in errors:
+        if e["loc"] == ("type",) and e["type"] == "literal_error":
+            return f"{UNKNOWN_EVENT_TYPE} {e['input']!r}"
+    fields = sorted({".".join(str(part) for part in e["loc"]) or "(message)" for e in errors})
+    return f"not a loan event ({len(errors)} schema errors: {', '.join(fields)})"

@@ -16,12 +16,21 @@ PENDING_SHARD_ATTRIBUTE = "pendingShard"
 PENDING_SORT_ATTRIBUTE = "eventId"
 PENDING_SHARDS = 4
 
+# The audit's index of what changed when: every outbox event item, keyed by its type (a handful of
+# partitions) and its UUIDv7 eventId (sorts by time), keys only. "Which journeys changed since T" is
+# one Query per event type from the smallest id of T, so a scheduled audit reads only what changed.
+# Writers set nothing new: `type` and `eventId` are on every event item already.
+CHANGES_INDEX = "journey-changes"
+CHANGES_PARTITION_ATTRIBUTE = "type"
+CHANGES_SORT_ATTRIBUTE = "eventId"
+
 
 @dataclass(frozen=True)
 class IndexSpec:
     name: str
     partition_key: str
     sort_key: str
+    projection: str = "ALL"  # or KEYS_ONLY
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,10 @@ LOANS_TABLE = TableSpec(
     logical_id="LoansTable",
     local_name="loans",
     stream_new_image=True,
-    indexes=(IndexSpec(PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE),),
+    indexes=(
+        IndexSpec(PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE),
+        IndexSpec(CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
+    ),
 )
 JOURNEYS_TABLE = TableSpec(logical_id="JourneysTable", local_name="journeys")
 

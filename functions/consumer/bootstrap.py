@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from functions.consumer.service import EventConsumer
+from functions.consumer.service import EventConsumer, MalformedEvent
 from functions.consumer.settings import ConsumerSettings
 from shared import aws
 from shared.applier import EventApplier
@@ -38,6 +38,17 @@ def build(settings: ConsumerSettings, metrics: Metrics) -> Callable[[dict[str, A
     def record_handler(record: SQSRecord) -> None:
         try:
             consumer.consume(record.body, known)
+        except MalformedEvent as error:
+            # No stack trace: the reason is the whole story, and `saga dlq list` repeats it.
+            logger.error(
+                "message unreadable: it is retried, then moves to the DLQ",
+                extra={
+                    "message_id": record.message_id,
+                    "receive_count": record.attributes.approximate_receive_count,
+                    "reason": str(error),
+                },
+            )
+            raise
         except Exception:
             logger.exception(
                 "message failed",

@@ -7,12 +7,11 @@ from typing import Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import ValidationError
 
 from shared import metric_names as names
 from shared.applier import EventApplier, Outcome
 from shared.control_record import ControlRecord
-from shared.events import LoanEvent
+from shared.events import UnreadableEvent, parse_event
 
 logger = Logger(child=True)
 
@@ -30,7 +29,9 @@ class RecordReader(Protocol):
 
 
 class MalformedEvent(Exception):
-    """The message is not an event of the shared schema; it will reach the DLQ."""
+    """The message is not an event this consumer can apply (not JSON, not the shared schema, or an
+    event type it does not know); it is retried and then lands in the DLQ, where `saga dlq list`
+    gives the same reason. Nothing is lost and nothing else in the batch is blocked."""
 
 
 class EventConsumer:
@@ -45,8 +46,8 @@ class EventConsumer:
         journeys = []
         for body in bodies:
             try:
-                journeys.append(LoanEvent.model_validate_json(body).journeyId)
-            except ValidationError:
+                journeys.append(parse_event(body).journeyId)
+            except UnreadableEvent:
                 continue
         return self._store.get_many(journeys) if journeys else {}
 
@@ -55,10 +56,10 @@ class EventConsumer:
         receives, land in the DLQ): malformed, or about a journey that does not exist. `known`
         holds records already read for this batch; it is kept up to date as events apply."""
         try:
-            event = LoanEvent.model_validate_json(body)
-        except ValidationError as error:
+            event = parse_event(body)
+        except UnreadableEvent as error:
             self._metrics.add_metric(name=names.EVENTS_FAILED, unit=MetricUnit.Count, value=1)
-            raise MalformedEvent(f"not a loan event: {error.error_count()} schema errors") from error
+            raise MalformedEvent(error.reason) from error
         known = {} if known is None else known
         try:
             decision = self._applier.apply(event, current=known.get(event.journeyId), confirm_noop=False)

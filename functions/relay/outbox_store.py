@@ -1,18 +1,23 @@
-"""The relay's and the sweeper's view of the outbox items in the loans table."""
+"""The relay's and the sweeper's view of the outbox items in the loans table. Reading is per item:
+an item that cannot be read is reported next to the readable ones, never in their way."""
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
+from pydantic import ValidationError
 
-from shared import outbox
+from shared import event_ids, outbox
 from shared.dynamo import error_code, to_item
-from shared.events import LoanEvent
+from shared.events import LoanEvent, why_unreadable
 from shared.tables import PENDING_INDEX, PENDING_SHARD_ATTRIBUTE
+
+# Pages read per shard per call: enough to get past a run of unreadable items, bounded all the same.
+_MAX_PAGES_PER_SHARD = 10
 
 
 @dataclass(frozen=True)
@@ -20,13 +25,55 @@ class PendingEvent:
     event: LoanEvent
     attempts: int
 
+    @property
+    def occurred_at(self) -> datetime:
+        return self.event.occurredAt
+
+
+@dataclass(frozen=True)
+class UnreadableItem:
+    """A PENDING outbox item that is not an event this relay can read. It stays PENDING (nothing is
+    lost): it is counted on every sweep until a reader that understands it publishes it."""
+
+    pk: str
+    sk: str
+    reason: str
+    # From the UUIDv7 eventId (the index's sort key, so always there) when it is one.
+    occurred_at: datetime | None
+
+
+@dataclass(frozen=True)
+class PendingPage:
+    """The oldest PENDING items: the readable events (oldest first) and the unreadable items met."""
+
+    events: list[PendingEvent] = field(default_factory=list)
+    unreadable: list[UnreadableItem] = field(default_factory=list)
+
+    def oldest_occurred_at(self) -> datetime | None:
+        times = [p.occurred_at for p in self.events] + [u.occurred_at for u in self.unreadable if u.occurred_at]
+        return min(times, default=None)
+
 
 class OutboxStore(Protocol):
     def mark_notified(self, event: LoanEvent, published_at: datetime, expires_at: int) -> bool: ...
 
-    def oldest_pending(self, limit: int) -> list[PendingEvent]: ...
+    def oldest_pending(self, limit: int) -> PendingPage: ...
 
     def count_pending(self) -> int: ...
+
+
+def read_outbox_item(item: dict[str, Any]) -> LoanEvent | UnreadableItem:
+    """The event in a DynamoDB-typed outbox item, or why it cannot be read."""
+    try:
+        return outbox.event_from_item(item)
+    except Exception as error:  # any shape at all may be stored: no item may stop the caller
+        event_id = str(item.get("eventId", {}).get("S", ""))
+        return UnreadableItem(
+            pk=str(item.get("pk", {}).get("S", "")),
+            sk=str(item.get("sk", {}).get("S", "")),
+            reason=_reason(error),
+            occurred_at=event_ids.time_of(event_id),
+        )
 
 
 class DynamoOutboxStore:
@@ -60,11 +107,12 @@ class DynamoOutboxStore:
             raise
         return True
 
-    def oldest_pending(self, limit: int) -> list[PendingEvent]:
-        """Up to `limit` PENDING events, oldest first across all shards (eventIds are UUIDv7)."""
-        per_shard = [self._query_shard(shard, limit) for shard in outbox.all_pending_shards()]
-        merged = heapq.merge(*per_shard, key=lambda pending: pending.event.eventId)
-        return list(merged)[:limit]
+    def oldest_pending(self, limit: int) -> PendingPage:
+        """Up to `limit` readable PENDING events, oldest first across all shards (eventIds are
+        UUIDv7), and every unreadable PENDING item met on the way."""
+        pages = [self._query_shard(shard, limit) for shard in outbox.all_pending_shards()]
+        merged = heapq.merge(*(page.events for page in pages), key=lambda pending: pending.event.eventId)
+        return PendingPage(list(merged)[:limit], [item for page in pages for item in page.unreadable])
 
     def count_pending(self) -> int:
         total = 0
@@ -87,10 +135,33 @@ class DynamoOutboxStore:
             "ExpressionAttributeValues": to_item({":shard": shard}),
         }
 
-    def _query_shard(self, shard: str, limit: int) -> list[PendingEvent]:
-        page = self._client.query(**self._shard_query(shard), ScanIndexForward=True, Limit=limit)
-        return [
-            PendingEvent(outbox.event_from_item(item), int(item.get("attempts", {}).get("N", "0")))
-            for item in page.get("Items", [])
-            if item.get("status", {}).get("S") == outbox.PENDING  # the index is eventually consistent
-        ]
+    def _query_shard(self, shard: str, limit: int) -> PendingPage:
+        found = PendingPage()
+        kwargs: dict[str, Any] = {**self._shard_query(shard), "ScanIndexForward": True, "Limit": limit}
+        for _ in range(_MAX_PAGES_PER_SHARD):
+            page = self._client.query(**kwargs)
+            for item in page.get("Items", []):
+                if item.get("status", {}).get("S") != outbox.PENDING:  # the index is eventually consistent
+                    continue
+                read = read_outbox_item(item)
+                if isinstance(read, UnreadableItem):
+                    found.unreadable.append(read)
+                else:
+                    found.events.append(PendingEvent(read, _attempts(item)))
+            if len(found.events) >= limit or "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return why_unreadable(error)
+    return f"not a loan event ({type(error).__name__}: {error})"
+
+
+def _attempts(item: dict[str, Any]) -> int:
+    try:
+        return int(item.get("attempts", {}).get("N", "0"))
+    except ValueError:
+        return 0

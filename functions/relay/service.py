@@ -10,7 +10,7 @@ from datetime import datetime
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.relay.outbox_store import OutboxStore
+from functions.relay.outbox_store import OutboxStore, UnreadableItem
 from functions.relay.publisher import EventPublisher
 from shared import metric_names as names
 from shared.events import LoanEvent
@@ -59,6 +59,14 @@ class OutboxRelay:
         if not self._store.mark_notified(event, now, int(now.timestamp()) + self._notified_ttl):
             logger.info("outbox item already marked", extra={"event_id": event.eventId})
 
+    def count_unreadable(self, items: Sequence[UnreadableItem]) -> None:
+        """Skip what cannot be read, and say so: the metric (alarmed; zero included, so the alarm sees
+        data while all is well) and one log line per item. The item stays PENDING, so nothing is
+        lost; retrying it would only hold up what comes after it."""
+        for item in items:
+            logger.error("unreadable outbox item skipped", extra={"pk": item.pk, "sk": item.sk, "reason": item.reason})
+        self._metrics.add_metric(name=names.UNREADABLE_OUTBOX_ITEMS, unit=MetricUnit.Count, value=len(items))
+
 
 @dataclass(frozen=True)
 class SweepReport:
@@ -66,6 +74,7 @@ class SweepReport:
     oldest_age_seconds: float
     republished: int
     failed: int
+    unreadable: int = 0
 
 
 class OutboxSweeper:
@@ -90,20 +99,23 @@ class OutboxSweeper:
 
     def sweep(self) -> SweepReport:
         now = self._clock()
-        oldest = self._store.oldest_pending(self._max_per_run)
+        page = self._store.oldest_pending(self._max_per_run)
         pending = self._store.count_pending()
+        # An unreadable item is still pending (and never leaves by itself): it counts in the age too.
+        oldest = page.oldest_occurred_at()
         # An event committed while this sweep runs is younger than `now`: its age is 0, not negative.
-        oldest_age = max((max(0.0, (now - p.event.occurredAt).total_seconds()) for p in oldest), default=0.0)
+        oldest_age = 0.0 if oldest is None else max(0.0, (now - oldest).total_seconds())
         self._metrics.add_metric(name=names.PENDING_OUTBOX_COUNT, unit=MetricUnit.Count, value=pending)
         self._metrics.add_metric(
             name=names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, unit=MetricUnit.Seconds, value=oldest_age
         )
-        stale = [p.event for p in oldest if (now - p.event.occurredAt).total_seconds() >= self._threshold]
+        self._relay.count_unreadable(page.unreadable)
+        stale = [p.event for p in page.events if (now - p.event.occurredAt).total_seconds() >= self._threshold]
         failed = self._relay.publish(stale)
         for event in stale:
             if event.eventId not in failed:
                 self._relay.mark(event)
-        report = SweepReport(pending, oldest_age, len(stale) - len(failed), len(failed))
+        report = SweepReport(pending, oldest_age, len(stale) - len(failed), len(failed), len(page.unreadable))
         if stale:
             logger.warning("republished stale outbox events", extra=report.__dict__)
         return report

@@ -1,36 +1,33 @@
 """DynamoDB Streams batch -> relay. Acts only on INSERTs of outbox items (the event source
 mapping filters the same way; this check keeps the relay's own NOTIFIED updates from looping
-wherever the filter is absent, e.g. moto). Reports partial batch failures, never raises for one record."""
+wherever the filter is absent, e.g. moto). Reports partial batch failures, never raises for one record.
+An item it cannot read is skipped and counted, not retried: no retry makes it readable, and a
+retried record holds up its whole shard. It stays PENDING, so the sweeper keeps counting it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
-from pydantic import ValidationError
 
+from functions.relay.outbox_store import UnreadableItem, read_outbox_item
 from functions.relay.service import OutboxRelay
 from shared import outbox
 from shared.events import LoanEvent
-
-logger = Logger(child=True)
 
 
 class PublishFailed(Exception):
     """The record's event was not published; the stream retries from this record."""
 
 
-def _outbox_insert(raw: dict[str, Any]) -> LoanEvent | Exception | None:
-    """The event of an outbox INSERT record; None for any other record; the error if unreadable."""
+def _outbox_insert(raw: dict[str, Any]) -> LoanEvent | UnreadableItem | None:
+    """The event of an outbox INSERT record; None for any other record; why, if unreadable."""
     change = raw.get("dynamodb") or {}
-    if raw.get("eventName") != "INSERT" or not outbox.is_outbox_item(change.get("Keys") or {}):
+    keys = change.get("Keys") or {}
+    if raw.get("eventName") != "INSERT" or not outbox.is_outbox_item(keys):
         return None
-    try:
-        return outbox.event_from_item(change.get("NewImage") or {})
-    except (ValidationError, KeyError) as error:
-        return error
+    return read_outbox_item({**(change.get("NewImage") or {}), **keys})
 
 
 class StreamRelay:
@@ -40,15 +37,15 @@ class StreamRelay:
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         parsed = {_sequence(raw): _outbox_insert(raw) for raw in event.get("Records", [])}
         events = [value for value in parsed.values() if isinstance(value, LoanEvent)]
+        unreadable = [value for value in parsed.values() if isinstance(value, UnreadableItem)]
+        if unreadable:
+            self._relay.count_unreadable(unreadable)
         failed = self._relay.publish(events)
 
         def record_handler(record: DynamoDBRecord) -> None:
             value = parsed.get(_sequence(record.raw_event))
-            if value is None:
-                return
-            if isinstance(value, Exception):
-                logger.error("unreadable outbox item", extra={"keys": record.raw_event["dynamodb"].get("Keys")})
-                raise value
+            if not isinstance(value, LoanEvent):
+                return  # not an outbox insert, or unreadable (counted above)
             if value.eventId in failed:
                 raise PublishFailed(f"event {value.eventId}: {failed[value.eventId]}")
             self._relay.mark(value)

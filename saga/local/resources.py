@@ -57,7 +57,7 @@ def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
                     {"AttributeName": index.partition_key, "KeyType": "HASH"},
                     {"AttributeName": index.sort_key, "KeyType": "RANGE"},
                 ],
-                "Projection": {"ProjectionType": "ALL"},
+                "Projection": {"ProjectionType": index.projection},
             }
             for index in spec.indexes
         ]

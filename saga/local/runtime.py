@@ -51,6 +51,9 @@ class RuntimeConfig:
     # (e.g. die between publish and mark) or the consumer's batch handler (e.g. die mid-batch).
     relay_publisher_wrapper: Callable[[EventPublisher], EventPublisher] | None = None
     consumer_wrapper: Callable[[BatchHandler], BatchHandler] | None = None
+    # Pollers left off ("relay", "consumer", "sweeper"): e.g. without the consumer, road 2 stops at
+    # the queue, so a write straight to loans-api leaves its journey out of sync for the audit to find.
+    disabled: frozenset[str] = frozenset()
 
 
 def _flush(metrics: Metrics) -> None:
@@ -173,10 +176,15 @@ class LocalRuntime:
             _flush(metrics)
             return 0
 
+        loops = {
+            "relay": (stream.poll_once, c.poll_idle_seconds),
+            "consumer": (events.poll_once, c.poll_idle_seconds),
+            "sweeper": (sweep, c.sweep_interval_seconds),
+        }
         self._loops = [
-            PollingLoop("relay", stream.poll_once, c.poll_idle_seconds).start(),
-            PollingLoop("consumer", events.poll_once, c.poll_idle_seconds).start(),
-            PollingLoop("sweeper", sweep, c.sweep_interval_seconds).start(),
+            PollingLoop(name, poll, interval).start()
+            for name, (poll, interval) in loops.items()
+            if name not in c.disabled
         ]
 
     def stop(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from saga.ops import compare
@@ -43,7 +44,7 @@ def settled(system, jid: str) -> tuple[dict, dict | None]:
         record, truth = system.api("GET", f"/journeys/{jid}")[1], system.truth(jid)
         return (record, truth) if compare(record, truth)["agree"] else None
 
-    found = system.wait_for(agreed, timeout=10)
+    found: tuple[dict, dict | None] | None = system.wait_for(agreed, timeout=10)
     assert found, compare(system.api("GET", f"/journeys/{jid}")[1], system.truth(jid))
     return found
 
@@ -52,12 +53,11 @@ def test_cancel_and_simulate_at_the_same_moment_never_hide_an_active_quote(syste
     for _ in range(8):
         # Given a new journey, When the agent cancels and simulates at the same moment
         jid = journey_in(system, "created")
-        simulate, cancel = at_once(
-            [
-                lambda jid=jid: system.api("POST", f"/journeys/{jid}/simulate", TERMS),
-                lambda jid=jid: system.api("POST", f"/journeys/{jid}/cancel"),
-            ]
-        )
+        calls: list[Callable[[], Any]] = [
+            partial(system.api, "POST", f"/journeys/{jid}/simulate", TERMS),
+            partial(system.api, "POST", f"/journeys/{jid}/cancel"),
+        ]
+        simulate, cancel = at_once(calls)
         # Then the cancel always wins or follows: the journey ends cancelled with nothing ACTIVE
         assert cancel[0] == 200
         assert simulate[0] in (200, 409), simulate
@@ -78,14 +78,17 @@ def test_concurrent_cancels_all_answer_the_cancelled_record(system, clean_proxy)
 
 def test_one_key_with_different_amounts_at_once_is_one_quote_and_422s(system, clean_proxy):
     jid = journey_in(system, "created")
-    answers = at_once(
-        [
-            lambda amount=amount: system.api(
-                "POST", f"/journeys/{jid}/simulate", {"amount": amount, "termMonths": 36}, Idempotency_Key="same"
-            )
-            for amount in (5000, 6000, 7000, 8000, 9000, 10000)
-        ]
-    )
+    calls: list[Callable[[], Any]] = [
+        partial(
+            system.api,
+            "POST",
+            f"/journeys/{jid}/simulate",
+            {"amount": amount, "termMonths": 36},
+            Idempotency_Key="same",
+        )
+        for amount in (5000, 6000, 7000, 8000, 9000, 10000)
+    ]
+    answers = at_once(calls)
     statuses = sorted(status for status, _ in answers)
     assert statuses == [200, 422, 422, 422, 422, 422], answers
     for status, problem in answers:

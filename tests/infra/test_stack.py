@@ -12,6 +12,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from infra import packaging
 from infra.nag import ALL_REASONS
 from saga.local.resources import table_definition
@@ -72,9 +73,13 @@ def test_tables_are_on_demand_recoverable_protected_and_expire_by_ttl(resources)
 def test_the_loans_table_streams_new_images_and_has_the_sparse_pending_index(resources):
     loans = by_logical_prefix(resources, "AWS::DynamoDB::Table", "DataLoansTable")
     assert loans["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
-    [index] = loans["GlobalSecondaryIndexes"]
-    assert index["IndexName"] == tables.PENDING_INDEX
-    assert [k["AttributeName"] for k in index["KeySchema"]] == ["pendingShard", "eventId"]
+    indexes = {index["IndexName"]: index for index in loans["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {tables.PENDING_INDEX, tables.CHANGES_INDEX}
+    assert [k["AttributeName"] for k in indexes[tables.PENDING_INDEX]["KeySchema"]] == ["pendingShard", "eventId"]
+    # The audit's index: every event by type and time, keys only (small, and no write on NOTIFIED)
+    changes = indexes[tables.CHANGES_INDEX]
+    assert [k["AttributeName"] for k in changes["KeySchema"]] == ["type", "eventId"]
+    assert changes["Projection"] == {"ProjectionType": "KEYS_ONLY"}
 
 
 @pytest.mark.parametrize("spec", [LOANS_TABLE, JOURNEYS_TABLE], ids=lambda s: s.logical_id)
@@ -134,7 +139,7 @@ def test_topic_is_encrypted_ssl_only_and_delivers_raw_to_the_queue(template, res
 
 def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powertools(resources):
     functions = of_type(resources, "AWS::Lambda::Function")
-    assert len(functions) == 5
+    assert len(functions) == 6
     for function in (f["Properties"] for f in functions.values()):
         assert function["Runtime"] == "python3.14"
         assert function["Architectures"] == ["arm64"]
@@ -149,7 +154,8 @@ def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powerto
 
 def test_the_orchestrator_fits_api_gateways_29_seconds(resources):
     orchestrator = by_logical_prefix(resources, "AWS::Lambda::Function", "FunctionsOrchestrator")
-    assert orchestrator["Timeout"] < 29
+    # the deployed timeout is the one every request budgets against (tests/integration/test_deadline.py)
+    assert orchestrator["Timeout"] == FUNCTION_TIMEOUT_SECONDS < 29
     assert orchestrator["Environment"]["Variables"]["SIGN_LOANS_REQUESTS"] == "true"
 
 
@@ -182,6 +188,13 @@ def test_the_queue_feeds_the_consumer_with_partial_failures_and_bounded_concurre
 
 def test_the_sweeper_runs_on_a_schedule(template):
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
+
+
+def test_the_audit_runs_on_a_schedule_and_reads_its_tables(template, resources):
+    template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)"})
+    auditor = by_logical_prefix(resources, "AWS::Lambda::Function", "FunctionsAuditor")
+    assert auditor["Handler"] == "functions.auditor.handler.lambda_handler"
+    assert set(auditor["Environment"]["Variables"]) >= {"LOANS_TABLE_NAME", "JOURNEYS_TABLE_NAME"}
 
 
 # -- APIs and IAM ----------------------------------------------------------------------------
@@ -244,7 +257,8 @@ def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
                    names.PENDING_OUTBOX_COUNT, "ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
                    "IteratorAge", names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_FAILED,
                    names.IDEMPOTENT_REPLAYS, names.COMPENSATIONS, "5XXError", "4XXError", "Latency", "Throttles",
-                   "Duration"):  # fmt: skip
+                   "Duration", names.JOURNEYS_OUT_OF_SYNC, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS,
+                   names.UNREADABLE_OUTBOX_ITEMS):  # fmt: skip
         assert needle in body, needle
 
 
@@ -256,6 +270,8 @@ def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
         ("IteratorAge", 60000),
         ("5XXError", 0.01),
         ("Errors", 0),
+        (names.JOURNEYS_OUT_OF_SYNC, 0),
+        (names.UNREADABLE_OUTBOX_ITEMS, 0),
     ],
 )
 def test_alarms_notify_the_alarm_topic(template, metric, threshold):
@@ -273,7 +289,8 @@ def test_alarms_notify_the_alarm_topic(template, metric, threshold):
 def test_every_alarm_exists(resources):
     alarms = set(of_type(resources, "AWS::CloudWatch::Alarm"))
     for expected in ("EventsDlqNotEmpty", "RelayFailuresNotEmpty", "OutboxTooOld", "StreamIteratorAge",
-                     "orchestrator5xxRate", "loans5xxRate", "orchestratorErrors", "loansapiErrors"):  # fmt: skip
+                     "orchestrator5xxRate", "loans5xxRate", "orchestratorErrors", "loansapiErrors",
+                     "JourneysOutOfSync", "UnreadableOutboxItems"):  # fmt: skip
         assert any(name.startswith(f"Observability{expected}") for name in alarms), expected
 
 

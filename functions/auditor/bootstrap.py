@@ -1,0 +1,50 @@
+"""Composition root of the audit: the scheduled run (Lambda) and the operator's (`saga audit`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from aws_lambda_powertools import Metrics
+
+from functions.auditor.service import JourneyAuditor, ScheduledAudit
+from functions.auditor.settings import AuditorSettings
+from functions.auditor.store import DynamoAuditState, DynamoChangeFinder, DynamoTruthReader
+from shared.applier import EventApplier
+from shared.control_store import DynamoControlRecordStore
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def build_auditor(
+    loans: object, journeys: object, settings: AuditorSettings, clock: Callable[[], datetime] = utc_now
+) -> tuple[JourneyAuditor, DynamoChangeFinder]:
+    """The audit over two DynamoDB clients (the loans table's and the journeys table's)."""
+    records = DynamoControlRecordStore(journeys, settings.journeys_table_name)
+    auditor = JourneyAuditor(
+        DynamoTruthReader(loans, settings.loans_table_name),
+        records,
+        EventApplier(records, clock=clock),
+        clock,
+        settings.grace_seconds,
+    )
+    return auditor, DynamoChangeFinder(loans, settings.loans_table_name)
+
+
+def build_scheduled(
+    settings: AuditorSettings, metrics: Metrics, client: object, clock: Callable[[], datetime] = utc_now
+) -> ScheduledAudit:
+    auditor, changes = build_auditor(client, client, settings, clock)
+    return ScheduledAudit(
+        auditor,
+        changes,
+        DynamoAuditState(client, settings.journeys_table_name),
+        metrics,
+        clock,
+        initial_lookback_seconds=settings.initial_lookback_seconds,
+        late_commit_margin_seconds=settings.late_commit_margin_seconds,
+        max_changes_per_run=settings.max_changes_per_run,
+        max_suspects=settings.max_suspects,
+    )

@@ -1,0 +1,185 @@
+"""The audit: compare Control Records with loans-api's truth, list what disagrees past a grace period,
+and repair what is mechanical through the same applier both roads use. The scheduled run reads only
+journeys changed since the last run (plus those it still suspects), so its cost follows the traffic,
+not the size of the tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
+from itertools import islice
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from functions.auditor.audit import AuditReport, Evidence, Finding, Truth, judge
+from functions.auditor.store import AuditState, ChangeFinder, DynamoAuditState, TruthReader
+from shared import event_ids
+from shared import metric_names as names
+from shared.applier import EventApplier, Outcome
+from shared.control_record import ControlRecord
+from shared.control_store import DynamoControlRecordStore
+
+logger = Logger(child=True)
+
+CHUNK = 100  # journeys compared per round trip (BatchGetItem's limit)
+
+
+class JourneyAuditor:
+    def __init__(
+        self,
+        truths: TruthReader,
+        records: DynamoControlRecordStore,
+        applier: EventApplier,
+        clock: Callable[[], datetime],
+        grace_seconds: float,
+    ) -> None:
+        self._truths = truths
+        self._records = records
+        self._applier = applier
+        self._clock = clock
+        self._grace = grace_seconds
+
+    def audit(self, journey_ids: Iterable[str], repair: bool = False) -> AuditReport:
+        """Compare every journey in `journey_ids`; with `repair`, apply loans-api's newest event to each
+        record out of sync past the grace period whose fix is mechanical, then judge it again (the report
+        says what it is now)."""
+        report = AuditReport()
+        for chunk in _chunks(journey_ids, CHUNK):
+            self._audit_chunk(chunk, repair, report)
+        return report
+
+    def _audit_chunk(self, journey_ids: list[str], repair: bool, report: AuditReport) -> None:
+        ledgers = self._truths.ledgers(journey_ids)
+        records = self._records.get_many(list(ledgers.truths))
+        report.unreadable += ledgers.unreadable
+        report.audited += len(ledgers.truths)
+        for journey_id, truth in ledgers.truths.items():
+            finding = self._judge(records.get(journey_id), truth)
+            # Within the grace period the roads may still deliver: only what is overdue is repaired.
+            if finding is not None and repair and finding.repairable and finding.ageSeconds >= self._grace:
+                finding = self._repair(finding, records[journey_id], truth, report)
+            if finding is None:
+                continue
+            if finding.ageSeconds >= self._grace:
+                report.outOfSync.append(finding)
+            else:
+                report.withinGrace.append(journey_id)
+
+    def _judge(self, record: ControlRecord | None, truth: Truth) -> Finding | None:
+        now = self._clock()
+        if judge(record, truth, Evidence(), now) is None:
+            return None  # agreement needs no more reads; a disagreement gets its evidence
+        return judge(record, truth, self._evidence(record, truth), now)
+
+    def _evidence(self, record: ControlRecord | None, truth: Truth) -> Evidence:
+        newest = self._truths.event(truth.journey_id, truth.seq)
+        first_missing = None
+        if record is not None and record.lastAppliedSeq < truth.seq - 1:
+            first_missing = self._truths.event(truth.journey_id, record.lastAppliedSeq + 1)
+        elif record is not None and record.lastAppliedSeq == truth.seq - 1:
+            first_missing = newest
+        return Evidence(
+            newest_event=truth.last_event or (newest.event if newest else None),
+            newest_status=newest.status if newest else None,
+            first_missing_at=first_missing.occurred_at if first_missing else None,
+        )
+
+    def _repair(self, finding: Finding, record: ControlRecord, truth: Truth, report: AuditReport) -> Finding | None:
+        event = self._evidence(record, truth).newest_event
+        if event is None:  # gone since it was judged (expired): nothing to apply
+            return finding
+        decision = self._applier.apply(event, confirm_noop=False)
+        logger.warning(
+            "repaired a Control Record with loans-api's newest event",
+            extra={
+                "journey_id": finding.journeyId,
+                "event_id": event.eventId,
+                "seq": event.seq,
+                "outcome": decision.outcome.value,
+                "version": decision.record.version,
+            },
+        )
+        if decision.outcome is Outcome.APPLIED:
+            report.repaired.append(finding.journeyId)
+        return self._judge(self._records.get(finding.journeyId), truth)
+
+
+class ScheduledAudit:
+    """One scheduled run: the journeys changed since the last run (minus a margin for late commits)
+    and the ones still suspected, compared; the findings logged and measured; the state saved."""
+
+    def __init__(
+        self,
+        auditor: JourneyAuditor,
+        changes: ChangeFinder,
+        state: DynamoAuditState,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        initial_lookback_seconds: float,
+        late_commit_margin_seconds: float,
+        max_changes_per_run: int,
+        max_suspects: int,
+    ) -> None:
+        self._auditor = auditor
+        self._changes = changes
+        self._state = state
+        self._metrics = metrics
+        self._clock = clock
+        self._lookback = timedelta(seconds=initial_lookback_seconds)
+        # An eventId is minted before its transaction commits, and the index is eventually
+        # consistent: an event can appear after a run covered its id's time. Each run re-reads this
+        # much of the previous window, so such an event is seen by the next run.
+        self._margin = timedelta(seconds=late_commit_margin_seconds)
+        self._max_changes = max_changes_per_run
+        self._max_suspects = max_suspects
+
+    def run(self) -> AuditReport:
+        now = self._clock()
+        state = self._state.get()
+        if state.resume_after is not None:
+            after = state.resume_after
+        else:
+            start = (state.checked_until - self._margin) if state.checked_until else now - self._lookback
+            after = event_ids.lower_bound(start)
+        changes = self._changes.changed_between(after, now, self._max_changes)
+        report = self._auditor.audit(dict.fromkeys([*state.suspects, *(c.journey_id for c in changes)]))
+        suspects = [f.journeyId for f in report.outOfSync] + report.withinGrace
+        if len(suspects) > self._max_suspects:
+            logger.error(
+                "more journeys out of sync than the audit remembers: run `saga audit` for all of them",
+                extra={"count": len(suspects), "remembered": self._max_suspects},
+            )
+        if len(changes) >= self._max_changes:  # capped: the next run goes on right after the last change read
+            logger.warning("audit capped: more changes than one run reads", extra={"read": len(changes)})
+            next_state = AuditState(state.checked_until, tuple(suspects[: self._max_suspects]), changes[-1].event_id)
+        else:
+            next_state = AuditState(now, tuple(suspects[: self._max_suspects]))
+        self._state.put(next_state)
+        self._measure(report)
+        return report
+
+    def _measure(self, report: AuditReport) -> None:
+        self._metrics.add_metric(name=names.JOURNEYS_AUDITED, unit=MetricUnit.Count, value=report.audited)
+        self._metrics.add_metric(name=names.JOURNEYS_OUT_OF_SYNC, unit=MetricUnit.Count, value=len(report.outOfSync))
+        self._metrics.add_metric(
+            name=names.OLDEST_OUT_OF_SYNC_AGE_SECONDS, unit=MetricUnit.Seconds, value=report.oldest_age_seconds
+        )
+        for finding in report.outOfSync:
+            logger.warning("journey out of sync", extra=finding.to_json())
+        if report.unreadable:
+            logger.error("unreadable ledgers", extra={"journey_ids": report.unreadable})
+        logger.info(
+            "audit done",
+            extra={
+                "audited": report.audited,
+                "out_of_sync": len(report.outOfSync),
+                "within_grace": len(report.withinGrace),
+            },
+        )
+
+
+def _chunks(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk

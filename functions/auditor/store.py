@@ -1,0 +1,197 @@
+"""What the audit reads (and the one item it writes) on DynamoDB: loans-api's ledgers and events, the
+changes index, and the audit's own bookkeeping. It never writes to the loans table."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import islice
+from typing import Any, Protocol
+
+from functions.auditor.audit import Truth
+from functions.loans_api.store import LEDGER_SK
+from shared import event_ids, outbox
+from shared.dynamo import from_item, to_item
+from shared.events import KNOWN_EVENT_TYPES, LoanEvent
+from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
+
+BATCH_GET_LIMIT = 100
+AUDIT_STATE_KEY = {"pk": "AUDIT", "sk": "STATE"}
+
+
+@dataclass(frozen=True)
+class EventFacts:
+    """An event item as the audit needs it: the event (None if unreadable), its outbox status, when."""
+
+    event: LoanEvent | None
+    status: str | None
+    occurred_at: datetime | None
+
+
+@dataclass(frozen=True, order=True)
+class Change:
+    """One event in the changes index: its UUIDv7 id (so: when) and its journey."""
+
+    event_id: str
+    journey_id: str
+
+
+@dataclass
+class Ledgers:
+    truths: dict[str, Truth] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)
+
+
+class TruthReader(Protocol):
+    def ledgers(self, journey_ids: list[str]) -> Ledgers: ...
+
+    def event(self, journey_id: str, seq: int) -> EventFacts | None: ...
+
+
+class ChangeFinder(Protocol):
+    def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]: ...
+
+    def all_journeys(self) -> Iterator[str]: ...
+
+
+class DynamoTruthReader:
+    """loans-api's truth straight from its table: the ledger (its newest event) and the event items."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def ledgers(self, journey_ids: list[str]) -> Ledgers:
+        found = Ledgers()
+        keys = [to_item({"pk": outbox.journey_pk(j), "sk": LEDGER_SK}) for j in dict.fromkeys(journey_ids)]
+        for item in batch_get(self._client, self._table, keys):
+            values = from_item(item)
+            journey_id = str(values.get("journeyId") or values["pk"].removeprefix(outbox.JOURNEY_PREFIX))
+            try:
+                last = LoanEvent.model_validate(values["lastEvent"])  # the ledger keeps its newest event whole
+                found.truths[journey_id] = Truth(
+                    journey_id=journey_id,
+                    seq=last.seq,
+                    snapshot=last.snapshot,
+                    updated_at=last.occurredAt,
+                    last_event=last,
+                )
+            except (KeyError, TypeError, ValueError):  # pydantic's ValidationError is a ValueError
+                found.unreadable.append(journey_id)
+        return found
+
+    def event(self, journey_id: str, seq: int) -> EventFacts | None:
+        key = to_item({"pk": outbox.journey_pk(journey_id), "sk": outbox.event_sk(seq)})
+        item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+        if item is None:
+            return None  # expired (NOTIFIED events have a TTL)
+        values = from_item(item)
+        try:
+            event: LoanEvent | None = outbox.event_from_item(item)
+        except (KeyError, ValueError):
+            event = None
+        occurred = event.occurredAt if event else _time(values.get("occurredAt"))
+        return EventFacts(event, values.get("status"), occurred)
+
+
+class DynamoChangeFinder:
+    """Which journeys changed when: the keys-only changes index (one partition per event type, sorted
+    by UUIDv7 eventId), or, for an audit of everything, a scan of the ledgers."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]:
+        """The events with an id above `after` (an eventId, or `event_ids.lower_bound` of a time) and
+        minted before `end`, oldest first, at most `limit`."""
+        before = event_ids.lower_bound(end)
+        per_type = [self._changes(event_type, after, before, limit) for event_type in sorted(KNOWN_EVENT_TYPES)]
+        return list(islice(heapq.merge(*per_type), limit))
+
+    def _changes(self, event_type: str, after: str, before: str, limit: int) -> list[Change]:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": CHANGES_INDEX,
+            "KeyConditionExpression": "#type = :type AND #id > :after",
+            "ExpressionAttributeNames": {"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
+            "ExpressionAttributeValues": to_item({":type": event_type, ":after": after}),
+        }
+        found: list[Change] = []
+        while len(found) < limit:
+            page = self._client.query(**kwargs, Limit=limit - len(found))
+            for item in page.get("Items", []):
+                event_id = item[CHANGES_SORT_ATTRIBUTE]["S"]
+                if event_id >= before:
+                    return found
+                found.append(Change(event_id, item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)))
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found
+
+    def all_journeys(self) -> Iterator[str]:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "sk = :ledger",
+            "ProjectionExpression": "pk",
+            "ExpressionAttributeValues": to_item({":ledger": LEDGER_SK}),
+        }
+        while True:
+            page = self._client.scan(**kwargs)
+            for item in page.get("Items", []):
+                yield item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+@dataclass(frozen=True)
+class AuditState:
+    """Where the last scheduled run stopped, and the journeys it must look at again (they disagreed,
+    within the grace period or past it) until they agree."""
+
+    checked_until: datetime | None = None
+    suspects: tuple[str, ...] = ()
+    # Set when a run was capped: the next run goes on right after this eventId.
+    resume_after: str | None = None
+
+
+class DynamoAuditState:
+    """One small item in the journeys table (pk AUDIT, sk STATE): the scheduled audit's memory."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def get(self) -> AuditState:
+        item = self._client.get_item(TableName=self._table, Key=to_item(AUDIT_STATE_KEY), ConsistentRead=True)
+        values = from_item(item.get("Item") or {})
+        return AuditState(
+            _time(values.get("checkedUntil")), tuple(values.get("suspects") or ()), values.get("resumeAfter")
+        )
+
+    def put(self, state: AuditState) -> None:
+        values = {**AUDIT_STATE_KEY, "suspects": list(state.suspects), "resumeAfter": state.resume_after}
+        if state.checked_until is not None:
+            values["checkedUntil"] = state.checked_until.isoformat()
+        self._client.put_item(TableName=self._table, Item=to_item(values))
+
+
+def batch_get(client: Any, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Strongly consistent BatchGetItem, 100 keys a call, unprocessed keys retried."""
+    for start in range(0, len(keys), BATCH_GET_LIMIT):
+        request: dict[str, Any] = {table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": True}}
+        while request:
+            response = client.batch_get_item(RequestItems=request)
+            yield from response.get("Responses", {}).get(table, [])
+            request = response.get("UnprocessedKeys") or {}
+
+
+def _time(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None

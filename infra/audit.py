@@ -1,0 +1,39 @@
+"""The scheduled audit: a function of its own that compares the Control Records of the journeys
+changed since its last run with loans-api's ledgers, every few minutes. It reads the loans table
+(ledgers, event items, the keys-only changes index) and keeps one small state item in the journeys
+table; it repairs nothing (an operator runs `saga audit --repair`)."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+AUDIT_EVERY = Duration.minutes(5)
+
+
+class JourneyAudit(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        function: lambda_.Function,
+        loans_table: dynamodb.ITable,
+        journeys_table: dynamodb.ITable,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        loans_table.grant_read_data(function)
+        journeys_table.grant_read_write_data(function)  # reads Control Records, writes its state item
+        function.add_environment("LOANS_TABLE_NAME", loans_table.table_name)
+        function.add_environment("JOURNEYS_TABLE_NAME", journeys_table.table_name)
+        events.Rule(
+            self,
+            "AuditSchedule",
+            schedule=events.Schedule.rate(AUDIT_EVERY),
+            targets=[targets.LambdaFunction(function)],
+            description="Compare the Control Records of recently changed journeys with loans-api's ledgers",
+        )

@@ -1,0 +1,57 @@
+"""Where a running `saga local` listens: it writes a small JSON file when ready and removes it when it
+stops; the other `saga` commands read it when no URL is given. Default `.saga/local.json` in the
+working directory (each checkout its own system), or $SAGA_STATE_FILE."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PATH = Path(".saga") / "local.json"
+ENVIRONMENT_VARIABLE = "SAGA_STATE_FILE"
+
+
+def path() -> Path:
+    return Path(os.environ.get(ENVIRONMENT_VARIABLE) or DEFAULT_PATH)
+
+
+def write(urls: dict[str, str], where: Path | None = None) -> Path:
+    """Record `urls` (orchestrator, loans-api, aws) with this process's id; returns the file."""
+    target = where or path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".tmp")
+    partial.write_text(json.dumps({"pid": os.getpid(), **urls}, indent=2) + "\n")
+    partial.replace(target)  # readers never see half a file
+    return target
+
+
+def read(where: Path | None = None) -> dict[str, Any]:
+    """The recorded URLs, if a `saga local` that is still alive wrote them; else {}."""
+    try:
+        values = json.loads((where or path()).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(values, dict) or not _alive(values.get("pid")):
+        return {}
+    return values
+
+
+def remove(where: Path | None = None) -> None:
+    """Remove the file if this process wrote it (another `saga local` may have replaced it since)."""
+    target = where or path()
+    if read(target).get("pid") == os.getpid():
+        target.unlink(missing_ok=True)
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

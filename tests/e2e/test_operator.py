@@ -1,0 +1,196 @@
+"""The operator's side over `saga local`: the audit finds a journey out of sync and repairs it,
+`saga status --check` fails on a DLQ message and passes after the redrive, every --json output is
+one JSON document, and the commands find `saga local` through the state file it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from shared import aws, tables
+from shared.events import LoanEvent, LoanSnapshot, SimulationSummary
+from tests.system import free_port, read_log, start_local, stop_local
+
+
+@dataclass(frozen=True)
+class Answer:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return json.loads(self.stdout)
+
+
+def run_saga(*args: str, state_file: Path | None = None, urls: tuple[str, ...] = ()) -> Answer:
+    """`saga ARGS` in a subprocess; with `state_file` and no `urls`, it must find the system by itself."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
+    if state_file is not None:
+        env["SAGA_STATE_FILE"] = str(state_file)
+    done = subprocess.run(
+        [sys.executable, "-m", "saga.cli", *args, *urls],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    return Answer(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass(frozen=True)
+class Road2Off:
+    """`saga local --disable consumer`: road 2 stops at the queue, so nothing heals a journey but road 1."""
+
+    api_url: str
+    loans_url: str
+    state_file: Path
+
+    def saga(self, *args: str) -> Answer:
+        return run_saga(*args, state_file=self.state_file)
+
+
+@pytest.fixture(scope="module")
+def road2_off(tmp_path_factory) -> Iterator[Road2Off]:
+    folder = tmp_path_factory.mktemp("road2-off")
+    state_file, log_path = folder / "local.json", str(folder / "local.log")
+    api_port, loans_port = free_port(), free_port()
+    extra = ("--disable", "consumer", "--state-file", str(state_file))
+    process, _ = start_local(api_port, loans_port, free_port(), extra=extra, log_path=log_path)
+    try:
+        yield Road2Off(f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{loans_port}", state_file)
+    finally:
+        exit_code = stop_local(process)
+    assert exit_code == 0, read_log(log_path)[-3000:]
+    assert not state_file.exists(), "saga local must remove its state file when it stops"
+
+
+def http(method: str, url: str, body: dict | None = None, key: str | None = None) -> tuple[int, dict]:
+    import urllib3
+
+    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key else {})}
+    response = urllib3.request(method, url, body=json.dumps(body) if body else None, headers=headers)
+    return response.status, json.loads(response.data)
+
+
+def out_of_sync_journey(system: Road2Off, key: str) -> str:
+    """A journey the orchestrator created, then simulated by a write straight to loans-api."""
+    status, record = http("POST", f"{system.api_url}/journeys", {"customerId": "operator"})
+    assert status == 201, record
+    body = {"journeyId": record["journeyId"], "amount": 10000, "termMonths": 36}
+    status, reply = http("POST", f"{system.loans_url}/simulations", body, key=key)
+    assert status == 201, reply
+    return str(record["journeyId"])
+
+
+def test_saga_local_records_where_it_listens(road2_off):
+    recorded = json.loads(road2_off.state_file.read_text())
+    assert (recorded["orchestrator"], recorded["loans-api"]) == (road2_off.api_url, road2_off.loans_url)
+
+
+def test_the_audit_finds_an_out_of_sync_journey_repairs_it_and_then_all_agree(road2_off):
+    # Given a journey whose simulation was written straight to loans-api, with road 2 switched off
+    journey_id = out_of_sync_journey(road2_off, "audit-e2e-1")
+    # When the audit runs with the default grace period, it is not yet listed (the roads may still come)
+    within = road2_off.saga("audit", "--json")
+    assert within.code == 0, within.stderr
+    assert journey_id in within.json()["withinGrace"]
+    # When the audit runs with no grace
+    found = road2_off.saga("audit", "--grace", "0", "--json")
+    # Then it exits 1 and lists the journey: behind, how, which road, and the repair command
+    assert found.code == 1, found.stderr
+    [finding] = [f for f in found.json()["outOfSync"] if f["journeyId"] == journey_id]
+    assert finding["kind"] == "behind"
+    assert "state: record 'created' != loans-api 'simulated'" in finding["differences"]
+    assert "road 2" in finding["expectedRoad"]
+    assert finding["repair"] == f"saga audit --repair --journey {journey_id}"
+    assert road2_off.saga("journey", "show", journey_id).code == 1
+    # When the operator repairs
+    repaired = road2_off.saga("audit", "--grace", "0", "--repair", "--journey", journey_id, "--json")
+    # Then the record was brought to the truth, and every audit after it exits 0
+    assert repaired.code == 0, repaired.stdout + repaired.stderr
+    assert repaired.json()["repaired"] == [journey_id]
+    after = road2_off.saga("audit", "--grace", "0")
+    assert after.code == 0, after.stdout
+    assert "no journey out of sync" in after.stdout
+    shown = road2_off.saga("journey", "show", journey_id)
+    assert shown.code == 0, shown.stdout
+    assert "SimulationCreated" in shown.stdout
+    assert "in the record (record v1)" in shown.stdout
+
+
+def test_every_json_output_is_one_document(road2_off):
+    journey_id = out_of_sync_journey(road2_off, "json-e2e-1")
+    commands = [
+        ("status",),
+        ("status", "--check"),
+        ("dlq", "list"),
+        ("dlq", "redrive", "--dry-run"),
+        ("journey", "show", journey_id),
+        ("journey", "show", "no-such-journey"),
+        ("audit",),
+        ("audit", "--since", "600"),
+        ("demo",),
+    ]
+    for command in commands:
+        answer = road2_off.saga(*command, "--json")
+        assert answer.code in (0, 1, 3), (command, answer.stderr)
+        assert isinstance(answer.json(), dict | list), command
+    assert road2_off.saga("journey", "show", "no-such-journey", "--json").code == 3
+    unreachable = run_saga("status", "--json", urls=("--endpoint-url", f"http://127.0.0.1:{free_port()}"))
+    assert unreachable.code == 2
+    assert unreachable.json()["title"] == "cannot reach the system"
+    assert "cannot reach" in unreachable.stderr
+
+
+def test_status_check_fails_on_a_dlq_message_and_passes_after_redrive(system, clean_proxy):
+    urls = ("--endpoint-url", system.aws_url, "--api-url", system.api_url, "--loans-api-url", system.loans_url)
+    sqs = aws.client("sqs", "us-east-1", system.aws_url)
+    dlq = sqs.get_queue_url(QueueName=tables.EVENTS_DLQ.local_name)["QueueUrl"]
+    sqs.purge_queue(QueueUrl=dlq)  # what other tests left there is theirs
+    # Given a DLQ holding one event the consumer can apply (already applied: a harmless no-op)
+    _, record = system.api("POST", "/journeys", {"customerId": "status-check"})
+    _, record = system.api("POST", f"/journeys/{record['journeyId']}/simulate", {"amount": 5000, "termMonths": 12})
+    event = LoanEvent(
+        eventId=record["lastAppliedEventId"],
+        journeyId=record["journeyId"],
+        seq=record["lastAppliedSeq"],
+        type="SimulationCreated",
+        occurredAt=datetime.now(UTC),
+        snapshot=LoanSnapshot(
+            journeyId=record["journeyId"],
+            state="simulated",
+            simulation=SimulationSummary.model_validate(record["simulation"]),
+        ),
+    )
+    sqs.send_message(QueueUrl=dlq, MessageBody=event.model_dump_json())
+    # When the operator checks
+    failing = run_saga("status", "--check", "--json", urls=urls)
+    # Then it exits 1, says the DLQ is why, and what to run next
+    assert failing.code == 1, failing.stderr
+    [problem] = failing.json()["problems"]
+    assert problem["check"] == "dlq"
+    assert problem["next"].startswith("saga dlq list")
+    human = run_saga("status", "--check", urls=urls)
+    assert "FAIL dlq" in human.stdout
+    # When the message is redriven, the check passes, and the consumer took the message
+    moved = run_saga("dlq", "redrive", "--json", urls=urls)
+    assert len(moved.json()["moved"]) == 1
+    passing = run_saga("status", "--check", "--json", urls=urls)
+    assert passing.code == 0, passing.stdout
+    assert passing.json()["problems"] == []
+
+    def consumed() -> bool:
+        report = run_saga("status", "--json", urls=urls).json()
+        return bool(report["queues"]["events"]["visible"] + report["queues"]["events"]["inFlight"] == 0)
+
+    assert system.wait_for(consumed, timeout=10, interval=0.5)
+    assert run_saga("status", "--check", urls=urls).code == 0

@@ -1,0 +1,217 @@
+"""The audit on moto: Control Records against loans-api's ledgers, repairs through the applier, and the
+scheduled run that reads only what changed since the last one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from functions.auditor import bootstrap as auditor_bootstrap
+from functions.auditor.audit import Kind
+from functions.auditor.settings import AuditorSettings
+from functions.auditor.store import DynamoAuditState
+from shared import event_ids
+from shared.applier import EventApplier
+from shared.control_record import new_control_record
+from shared.control_store import DynamoControlRecordStore, control_item
+from shared.events import LoanEvent
+from tests.support import json_of, quiet_metrics
+
+LATER = timedelta(seconds=120)
+
+
+@pytest.fixture
+def settings(resources) -> AuditorSettings:
+    return AuditorSettings(
+        aws_endpoint_url=resources.endpoint_url,
+        loans_table_name=resources.loans_table,
+        journeys_table_name=resources.journeys_table,
+        grace_seconds=60,
+    )
+
+
+@pytest.fixture
+def records(dynamodb, resources) -> DynamoControlRecordStore:
+    return DynamoControlRecordStore(dynamodb, resources.journeys_table)
+
+
+def auditor_at(dynamodb, settings, moment: datetime):
+    auditor, changes = auditor_bootstrap.build_auditor(dynamodb, dynamodb, settings, clock=lambda: moment)
+    return auditor, changes
+
+
+def journey(dynamodb, resources, journey_id: str, state: str = "created") -> None:
+    """A Control Record as the orchestrator creates it (written directly: the orchestrator is not under test)."""
+    record = new_control_record(journey_id, "c-1", datetime.now(UTC)).model_copy(update={"currentState": state})
+    dynamodb.put_item(TableName=resources.journeys_table, Item=control_item(record))
+
+
+def simulate_at_loans_api(loans_api, journey_id: str, amount: int = 5000) -> LoanEvent:
+    """A simulation written straight to loans-api: its event reaches no road (no relay, no consumer)."""
+    reply = loans_api.post(
+        "/simulations", {"journeyId": journey_id, "amount": amount, "termMonths": 12}, key=f"{journey_id}-{amount}"
+    )
+    assert reply.status == 201, reply.body
+    return LoanEvent.model_validate(json_of(reply)["event"])
+
+
+def test_a_record_behind_the_truth_is_listed_with_its_road_and_its_repair(dynamodb, resources, loans_api, settings):
+    # Given a journey whose simulation loans-api committed, and whose record never heard of it
+    journey(dynamodb, resources, "j-behind")
+    event = simulate_at_loans_api(loans_api, "j-behind")
+    # When the audit runs past the grace period
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
+    report = auditor.audit(["j-behind"])
+    # Then the journey is listed: behind by one event, since that event, road 2 never published it
+    [finding] = report.outOfSync
+    assert (finding.journeyId, finding.kind, finding.recordSeq, finding.truthSeq) == ("j-behind", Kind.BEHIND, 0, 1)
+    assert "state: record 'created' != loans-api 'simulated'" in finding.differences
+    assert finding.outOfSyncSince == event.occurredAt
+    assert finding.ageSeconds == pytest.approx(120, abs=0.01)
+    assert "PENDING" in finding.expectedRoad
+    assert (finding.repairable, finding.repair) == (True, "saga audit --repair --journey j-behind")
+    assert report.oldest_age_seconds == finding.ageSeconds
+
+
+def test_within_the_grace_period_it_is_not_listed(dynamodb, resources, loans_api, settings):
+    journey(dynamodb, resources, "j-fresh")
+    event = simulate_at_loans_api(loans_api, "j-fresh")
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + timedelta(seconds=5))
+    report = auditor.audit(["j-fresh"])
+    assert (report.outOfSync, report.withinGrace) == ([], ["j-fresh"])
+
+
+def test_repair_applies_the_newest_event_through_the_applier_and_then_all_agree(
+    dynamodb, resources, loans_api, settings, records
+):
+    # Given a record two events behind (a simulation, then a re-simulation)
+    journey(dynamodb, resources, "j-repair")
+    simulate_at_loans_api(loans_api, "j-repair", 5000)
+    newest = simulate_at_loans_api(loans_api, "j-repair", 6000)
+    auditor, _ = auditor_at(dynamodb, settings, newest.occurredAt + LATER)
+    # When the audit repairs
+    report = auditor.audit(["j-repair"], repair=True)
+    # Then the record holds the newest event's snapshot, and nothing is listed
+    assert (report.repaired, report.outOfSync) == (["j-repair"], [])
+    record = records.get("j-repair")
+    assert record is not None
+    assert (record.currentState, record.lastAppliedSeq, record.lastAppliedEventId) == ("simulated", 2, newest.eventId)
+    assert record.simulation == newest.snapshot.simulation
+    # And a second audit finds nothing, and a second repair changes nothing
+    assert auditor.audit(["j-repair"], repair=True).to_json()["agree"] is True
+    assert records.get("j-repair") == record
+
+
+def test_a_terminal_record_against_an_active_simulation_is_listed_but_never_repaired(
+    dynamodb, resources, loans_api, settings, records
+):
+    # Given the race of the issue: the record says cancelled, loans-api holds an ACTIVE simulation
+    journey(dynamodb, resources, "j-race", state="cancelled")
+    event = simulate_at_loans_api(loans_api, "j-race")
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
+    # When the audit is asked to repair
+    report = auditor.audit(["j-race"], repair=True)
+    # Then it is listed, explained, and left alone: applying the event cannot make the two agree
+    [finding] = report.outOfSync
+    assert finding.repairable is False
+    assert finding.repair.startswith("no mechanical repair: after the newest event the record would still differ")
+    assert report.repaired == []
+    record = records.get("j-race")
+    assert record is not None
+    assert (record.currentState, record.version) == ("cancelled", 0)
+
+
+def test_a_journey_loans_api_holds_without_a_control_record_is_listed(dynamodb, loans_api, settings):
+    event = simulate_at_loans_api(loans_api, "j-orphan")
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
+    [finding] = auditor.audit(["j-orphan"]).outOfSync
+    assert (finding.kind, finding.repairable, finding.recordSeq) == (Kind.NO_CONTROL_RECORD, False, None)
+
+
+def test_a_record_that_agrees_is_not_listed(dynamodb, resources, loans_api, settings, records):
+    journey(dynamodb, resources, "j-ok")
+    event = simulate_at_loans_api(loans_api, "j-ok")
+    EventApplier(records, clock=lambda: event.occurredAt).apply(event)
+    auditor, changes = auditor_at(dynamodb, settings, event.occurredAt + LATER)
+    report = auditor.audit(changes.all_journeys())
+    assert (report.audited, report.outOfSync, report.withinGrace) == (1, [], [])
+
+
+def test_the_changes_index_returns_only_journeys_changed_in_the_window(dynamodb, resources, loans_api, settings):
+    first = simulate_at_loans_api(loans_api, "j-early")
+    second = simulate_at_loans_api(loans_api, "j-late")
+    _, changes = auditor_at(dynamodb, settings, datetime.now(UTC))
+    minted = {event.eventId: event_ids.time_of(event.eventId) for event in (first, second)}
+    start_first, start_second = minted[first.eventId], minted[second.eventId]
+    assert start_first is not None
+    assert start_second is not None
+    end = start_second + timedelta(seconds=1)
+    window = changes.changed_between(event_ids.lower_bound(start_second), end, limit=100)
+    assert [c.journey_id for c in window] == ["j-late"]
+    everything = changes.changed_between(event_ids.lower_bound(start_first), end, limit=100)
+    assert [c.journey_id for c in everything] == ["j-early", "j-late"]
+    assert [c.journey_id for c in changes.changed_between(first.eventId, end, limit=100)] == ["j-late"]
+    assert changes.changed_between(event_ids.lower_bound(start_first), start_first, limit=100) == []
+
+
+def test_the_scheduled_audit_measures_remembers_and_reads_only_what_changed(dynamodb, resources, loans_api, settings):
+    # Given a journey out of sync, changed within the first run's look-back
+    journey(dynamodb, resources, "j-sched")
+    event = simulate_at_loans_api(loans_api, "j-sched")
+    moment = [event.occurredAt + LATER]
+    metrics = quiet_metrics("auditor")
+    metrics.clear_metrics()
+    scheduled = auditor_bootstrap.build_scheduled(settings, metrics, dynamodb, clock=lambda: moment[0])
+    # When the scheduled audit runs
+    report = scheduled.run()
+    # Then it found it and measured it
+    assert [f.journeyId for f in report.outOfSync] == ["j-sched"]
+    assert metrics.metric_set["JourneysOutOfSync"]["Value"] == [1]
+    assert metrics.metric_set["OldestOutOfSyncAgeSeconds"]["Value"] == [pytest.approx(120, abs=0.01)]
+    state = DynamoAuditState(dynamodb, resources.journeys_table).get()
+    assert (state.checked_until, state.suspects, state.resume_after) == (moment[0], ("j-sched",), None)
+    # When it runs again an hour later, nothing new having changed
+    moment[0] += timedelta(hours=1)
+    metrics.clear_metrics()
+    report = scheduled.run()
+    # Then it still reports the journey (it remembers it) and reads nothing else
+    assert [f.journeyId for f in report.outOfSync] == ["j-sched"]
+    assert report.audited == 1
+    assert metrics.metric_set["OldestOutOfSyncAgeSeconds"]["Value"] == [pytest.approx(3720, abs=0.01)]
+    # When an operator repairs it, the next run reports zero, and forgets it
+    auditor, _ = auditor_at(dynamodb, settings, moment[0])
+    assert auditor.audit(["j-sched"], repair=True).repaired == ["j-sched"]
+    moment[0] += timedelta(minutes=5)
+    metrics.clear_metrics()
+    assert scheduled.run().outOfSync == []
+    assert metrics.metric_set["JourneysOutOfSync"]["Value"] == [0]
+    assert DynamoAuditState(dynamodb, resources.journeys_table).get().suspects == ()
+
+
+def test_a_capped_run_goes_on_from_the_last_change_it_read(dynamodb, resources, loans_api, settings):
+    # Given two journeys changed, and a run that may read one change only
+    for journey_id in ("j-first", "j-second"):
+        journey(dynamodb, resources, journey_id)
+        simulate_at_loans_api(loans_api, journey_id)
+    capped = settings.model_copy(update={"max_changes_per_run": 1, "grace_seconds": 3600})
+    moment = datetime.now(UTC) + LATER
+    scheduled = auditor_bootstrap.build_scheduled(capped, quiet_metrics("auditor"), dynamodb, clock=lambda: moment)
+    # When it runs twice
+    first, second = scheduled.run(), scheduled.run()
+    # Then each run read the next change, and the suspect carried along was audited again
+    assert first.withinGrace == ["j-first"]
+    assert second.withinGrace == ["j-first", "j-second"]
+
+
+def test_repair_leaves_a_journey_within_the_grace_period_to_the_roads(
+    dynamodb, resources, loans_api, settings, records
+):
+    journey(dynamodb, resources, "j-young")
+    event = simulate_at_loans_api(loans_api, "j-young")
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + timedelta(seconds=5))
+    report = auditor.audit(["j-young"], repair=True)
+    assert (report.repaired, report.withinGrace) == ([], ["j-young"])
+    record = records.get("j-young")
+    assert record is not None
+    assert record.version == 0
