@@ -141,10 +141,14 @@ class ApiGatewayAccountRole(Construct):
                         iam.PolicyStatement(
                             # The actions of the AWS managed policy AmazonAPIGatewayPushToCloudWatchLogs.
                             actions=[
-                                "logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogGroups",
-                                "logs:DescribeLogStreams", "logs:PutLogEvents", "logs:GetLogEvents",
+                                "logs:CreateLogGroup",
+                                "logs:CreateLogStream",
+                                "logs:DescribeLogGroups",
+                                "logs:DescribeLogStreams",
+                                "logs:PutLogEvents",
+                                "logs:GetLogEvents",
                                 "logs:FilterLogEvents",
-                            ],  # fmt: skip
+                            ],
                             resources=[f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"],
                         )
                     ]

@@ -49,9 +49,10 @@ def bytecode_interpreter() -> str | None:
 
     Bytecode is only usable by the interpreter version that wrote it, so the host's Python cannot
     compile for Lambda's; without one the layer ships sources only (and says so at bundling)."""
-    found = shutil.which(f"python{PYTHON_VERSION}")
-    if found:
-        return found
+    return shutil.which(f"python{PYTHON_VERSION}") or _uv_python()
+
+
+def _uv_python() -> str | None:
     uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
     try:
         done = subprocess.run(  # noqa: S603 - fixed command
@@ -116,7 +117,7 @@ class _Dependencies:
         if self._interpreter:
             subprocess.run(compile_command(self._interpreter, target), check=True)  # noqa: S603 - fixed command
         else:
-            print(  # noqa: T201 - the deployer must see this while bundling
+            print(  # the deployer must see this while bundling
                 f"WARNING: no python{PYTHON_VERSION} found (`uv python install {PYTHON_VERSION}` provides one): "
                 "the layer ships without bytecode, so every cold start compiles its imports.",
                 file=sys.stderr,
