@@ -201,6 +201,7 @@ def api_call(container: Container, method: str, path: str, body: Any = None, key
 def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
     tmp = tmp_path_factory.mktemp("entry-points")
     moto = MotoServer().start()
+    moto.reset()  # moto's backends are the process's: other suites' servers may have left resources
     local = provision(moto.url, REGION)
     deployment = Deployment(template.to_json(), moto, local, tmp)
     containers: dict[str, Container] = {}
