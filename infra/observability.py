@@ -217,7 +217,9 @@ class Observability(Construct):
                 actions=["sns:Publish"],
                 resources=[topic.topic_arn],
                 conditions={
-                    "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"}
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"
+                    }
                 },
             )
         )
