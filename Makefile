@@ -3,18 +3,32 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# Both locks are written by `make lock`: lambda.txt is what the layer installs (Lambda's Python and
+# platform), dev.txt is what .venv installs, constrained to the same versions of the shared packages.
+LAMBDA_LOCK := requirements/lambda.txt
+DEV_LOCK := requirements/dev.txt
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | sha1sum | cut -c1-12)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install run test lint typecheck unit integration e2e chaos synth bench clean
+.PHONY: install lock run test lint typecheck unit integration e2e chaos synth bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(DEV_LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(DEV_LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 install: $(STAMP)
+
+# boto3 and botocore (with s3transfer, python-dateutil, six) come with Lambda's Python runtime: the
+# layer leaves them out (infra/packaging.py says why). The flags here are checked by tests/infra.
+lock: install ## re-resolve both lock files from pyproject.toml (needs PyPI)
+	$(BIN)/uv pip compile --quiet pyproject.toml --generate-hashes --python-version 3.14 \
+		--python-platform aarch64-manylinux2014 --no-emit-package boto3 --no-emit-package botocore \
+		--no-emit-package s3transfer --no-emit-package python-dateutil --no-emit-package six -o $(LAMBDA_LOCK)
+	$(BIN)/uv pip compile --quiet pyproject.toml --extra dev --generate-hashes --universal --python-version 3.11 \
+		-c $(LAMBDA_LOCK) -o $(DEV_LOCK)
 
 run: install ## start the whole system locally (Ctrl-C stops it)
 	$(BIN)/saga local

@@ -3,7 +3,9 @@
 
 Context flags: `-c dev=true` for a stack that can be torn down (tables and logs are destroyed with it);
 `-c skipBundling=true` to synthesize without packaging (offline; what `make synth` and the tests do);
-`-c stackName=NAME` to deploy more than one copy."""
+`-c stackName=NAME` to deploy more than one copy; `-c apiGatewayAccountRole=true` to set API Gateway's
+account-wide CloudWatch role (once per account and region, where none is set; see README);
+`-c alarmEmail=ADDRESS` to subscribe an address to the alarms."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, LoanSagaStack]:
         app,
         str(app.node.try_get_context("stackName") or "LoanSaga"),
         dev=dev,
+        api_gateway_account_role=_flag(app, "apiGatewayAccountRole"),
+        alarm_email=app.node.try_get_context("alarmEmail") or None,
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
         description="Orchestrated loan-journey saga: agent-safe retries, atomic receipts, transactional outbox",
     )

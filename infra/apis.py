@@ -1,39 +1,67 @@
 """Two REST APIs with IAM authorization on every method: the orchestrator for the agent, loans-api
-internal (only the orchestrator's role may invoke it). Access logs, request validation, throttling."""
+internal (a resource policy lets only the orchestrator's role invoke it). Access and error logs,
+throttling, tracing; and, opt-in, the account-wide role API Gateway needs to write any log."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from functions.orchestrator.settings import OrchestratorSettings
+
 STAGE = "v1"
-THROTTLE_RATE = 100
-THROTTLE_BURST = 200
+# Every path of the API's one stage, in the resource-policy shorthand (the API's own ARN would make
+# the policy refer to the API it belongs to).
+_EVERY_ROUTE = "execute-api:/*"
+
+
+@dataclass(frozen=True)
+class Throttle:
+    rate: int
+    burst: int
+
+
+ORCHESTRATOR_THROTTLE = Throttle(rate=100, burst=200)
+# Each orchestrator command may call loans-api once per attempt of its retry schedule: loans-api's
+# gateway must never be the one that says 429 first.
+_ATTEMPTS = int(OrchestratorSettings.model_fields["retry_attempts"].default)
+LOANS_THROTTLE = Throttle(rate=ORCHESTRATOR_THROTTLE.rate * _ATTEMPTS, burst=ORCHESTRATOR_THROTTLE.burst * _ATTEMPTS)
 
 
 class ProxyApi(Construct):
-    """A REST API proxying every path and method to one function, IAM-authorized."""
+    """A REST API proxying every path and method to one function, IAM-authorized.
+
+    `only_invoker`: when given, a resource policy denies every other principal, so an identity policy
+    elsewhere in the account that allows `execute-api:Invoke` on `*` does not open it."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
+        name: str,
         function: lambda_.IFunction,
         description: str,
         log_retention: logs.RetentionDays,
+        throttle: Throttle,
+        only_invoker: iam.IRole | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention)
         self.api = apigw.RestApi(
             self,
             "Api",
+            rest_api_name=f"{Stack.of(self).stack_name}-{name}",
             description=description,
             cloud_watch_role=False,
             endpoint_types=[apigw.EndpointType.REGIONAL],
+            policy=None if only_invoker is None else _only(only_invoker),
             deploy_options=apigw.StageOptions(
                 stage_name=STAGE,
                 access_log_destination=apigw.LogGroupLogDestination(access_logs),
@@ -41,22 +69,28 @@ class ProxyApi(Construct):
                     caller=True, http_method=True, ip=True, protocol=True, request_time=True,
                     resource_path=True, response_length=True, status=True, user=True,
                 ),
-                throttling_rate_limit=THROTTLE_RATE,
-                throttling_burst_limit=THROTTLE_BURST,
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,
+                throttling_rate_limit=throttle.rate,
+                throttling_burst_limit=throttle.burst,
                 tracing_enabled=True,
                 metrics_enabled=True,
             ),
         )  # fmt: skip
-        # Bodies are validated by the function (pydantic, problem+json); the gateway's validator
-        # checks the request's shape before a Lambda is even invoked.
-        validator = self.api.add_request_validator(
-            "Validator", validate_request_body=True, validate_request_parameters=True
+        # API Gateway writes error (execution) logs to a group of this exact name, creating it without a
+        # retention if it does not exist yet: created here first, it expires like the others.
+        execution_logs = logs.LogGroup(
+            self,
+            "ExecutionLogs",
+            log_group_name=f"API-Gateway-Execution-Logs_{self.api.rest_api_id}/{STAGE}",
+            retention=log_retention,
         )
+        self.api.deployment_stage.node.add_dependency(execution_logs)
+        # No gateway request validator: the function validates every body (pydantic) and answers the
+        # RFC 9457 problems an agent can act on; a gateway validator would answer in its own format.
         integration = apigw.LambdaIntegration(function, proxy=True)
         for resource in (self.api.root, self.api.root.add_proxy(any_method=False)):
-            resource.add_method(
-                "ANY", integration, authorization_type=apigw.AuthorizationType.IAM, request_validator=validator
-            )
+            resource.add_method("ANY", integration, authorization_type=apigw.AuthorizationType.IAM)
 
     def grant_invoke(self, grantee: iam.IGrantable) -> None:
         grantee.grant_principal.add_to_principal_policy(self.invoke_statement())
@@ -66,3 +100,66 @@ class ProxyApi(Construct):
             actions=["execute-api:Invoke"],
             resources=[self.api.arn_for_execute_api(method="*", path="/*", stage=STAGE)],
         )
+
+
+def _only(role: iam.IRole) -> iam.PolicyDocument:
+    return iam.PolicyDocument(
+        statements=[
+            iam.PolicyStatement(
+                principals=[iam.ArnPrincipal(role.role_arn)], actions=["execute-api:Invoke"], resources=[_EVERY_ROUTE]
+            ),
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["execute-api:Invoke"],
+                resources=[_EVERY_ROUTE],
+                conditions={"StringNotEquals": {"aws:PrincipalArn": role.role_arn}},
+            ),
+        ]
+    )
+
+
+class ApiGatewayAccountRole(Construct):
+    """The role API Gateway uses to write CloudWatch logs, set for the whole account and region.
+
+    It is an account setting, not this stack's: every API in the region uses it, so the role and the
+    setting are kept when the stack is deleted. Deploy it once (`-c apiGatewayAccountRole=true`) where
+    `aws apigateway get-account` shows no `cloudwatchRoleArn`; otherwise the stages' logging fails with
+    "CloudWatch Logs role ARN must be set in account settings"."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.role = iam.Role(
+            self,
+            "CloudWatchRole",
+            assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"),
+            description="API Gateway's account-wide role for CloudWatch logs (kept when the loan saga is deleted)",
+            inline_policies={
+                "WriteApiLogs": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(
+                            # The actions of the AWS managed policy AmazonAPIGatewayPushToCloudWatchLogs.
+                            actions=[
+                                "logs:CreateLogGroup",
+                                "logs:CreateLogStream",
+                                "logs:DescribeLogGroups",
+                                "logs:DescribeLogStreams",
+                                "logs:PutLogEvents",
+                                "logs:GetLogEvents",
+                                "logs:FilterLogEvents",
+                            ],
+                            resources=[f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"],
+                        )
+                    ]
+                )
+            },
+        )
+        self.role.apply_removal_policy(RemovalPolicy.RETAIN)
+        self.account = apigw.CfnAccount(self, "Account", cloud_watch_role_arn=self.role.role_arn)
+        self.account.apply_removal_policy(RemovalPolicy.RETAIN)
+
+    def must_precede(self, *apis: ProxyApi) -> None:
+        """The stages' logging settings are refused until the account has the role."""
+        for api in apis:
+            api.api.deployment_stage.node.add_dependency(self.account)

@@ -1,7 +1,8 @@
 """The scheduled audit: a function of its own that compares the Control Records of the journeys
 changed since its last run with loans-api's ledgers, every few minutes. It reads the loans table
 (ledgers, event items, the keys-only changes index) and keeps one small state item in the journeys
-table; it repairs nothing (an operator runs `saga audit --repair`)."""
+table; it repairs nothing (an operator runs `saga audit --repair`). Its permissions are the calls it
+makes (infra/permissions.py), granted by the stack."""
 
 from __future__ import annotations
 
@@ -26,8 +27,6 @@ class JourneyAudit(Construct):
         journeys_table: dynamodb.ITable,
     ) -> None:
         super().__init__(scope, construct_id)
-        loans_table.grant_read_data(function)
-        journeys_table.grant_read_write_data(function)  # reads Control Records, writes its state item
         function.add_environment("LOANS_TABLE_NAME", loans_table.table_name)
         function.add_environment("JOURNEYS_TABLE_NAME", journeys_table.table_name)
         events.Rule(

@@ -1,5 +1,5 @@
-"""The two tables, each owned by one service (D11), built from the definitions the local runtime
-uses (shared.tables)."""
+"""The two tables, each owned by one service (docs/ARCHITECTURE.md, D11), built from the definitions
+the local runtime uses (shared.tables)."""
 
 from __future__ import annotations
 

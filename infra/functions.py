@@ -36,7 +36,7 @@ class SagaFunctions(Construct):
             code=packaging.dependencies_code(),
             compatible_runtimes=[packaging.RUNTIME],
             compatible_architectures=[packaging.ARCHITECTURE],
-            description="Runtime dependencies of the loan saga (pip, manylinux arm64 wheels)",
+            description="Runtime dependencies of the loan saga (requirements/lambda.txt, arm64 wheels, bytecode)",
         )
         self._retention = log_retention
         self._removal = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN
@@ -51,8 +51,9 @@ class SagaFunctions(Construct):
             512,
         )
         self.relay = self._function("Relay", names.RELAY, "functions.relay.handler.lambda_handler", RELAY_TIMEOUT, 256)
+        # One sweep at a time: a run that outlasts the schedule's minute must not race the next one.
         self.sweeper = self._function(
-            "Sweeper", names.SWEEPER, "functions.relay.handler.sweeper_handler", SWEEPER_TIMEOUT, 256
+            "Sweeper", names.SWEEPER, "functions.relay.handler.sweeper_handler", SWEEPER_TIMEOUT, 256, reserved=1
         )
         self.consumer = self._function(
             "Consumer", names.CONSUMER, "functions.consumer.handler.lambda_handler", CONSUMER_TIMEOUT, 256
@@ -62,7 +63,7 @@ class SagaFunctions(Construct):
         )
 
     def _function(
-        self, construct_id: str, service: str, handler: str, timeout: Duration, memory: int
+        self, construct_id: str, service: str, handler: str, timeout: Duration, memory: int, reserved: int | None = None
     ) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=self._retention, removal_policy=self._removal)
         # An explicit role: it may write to its own log group and nothing else until granted more.
@@ -83,6 +84,7 @@ class SagaFunctions(Construct):
             layers=[self._layer],
             timeout=timeout,
             memory_size=memory,
+            reserved_concurrent_executions=reserved,
             tracing=lambda_.Tracing.ACTIVE,
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,

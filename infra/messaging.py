@@ -1,4 +1,5 @@
-"""SNS topic -> SQS events queue (raw delivery) with its DLQ, and the relay's on-failure queue (D6)."""
+"""SNS topic -> SQS events queue (raw delivery) with its DLQ, and the relay's on-failure queue
+(docs/ARCHITECTURE.md, D6)."""
 
 from __future__ import annotations
 

@@ -1,29 +1,55 @@
 """The dashboard an operator reads and the alarms that wake them: outbox age, DLQ depth, iterator
-age, the roads' outcomes, API health and the functions'."""
+age, the events queue's age, publish failures, the roads' outcomes, API health and the functions'.
+Alarms (and their recoveries) go to a topic CloudWatch may publish to; `alarm_email` subscribes a
+person to it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from functions.orchestrator.settings import OrchestratorSettings
 from infra.apis import ProxyApi
 from shared import metric_names as names
 
 PERIOD = Duration.minutes(1)
 OUTBOX_AGE_ALARM_SECONDS = 300
 ITERATOR_AGE_ALARM_MS = 60_000
+EVENTS_QUEUE_AGE_ALARM_SECONDS = 300
 API_5XX_RATE_ALARM = 0.01
 # The audit runs every 5 minutes (infra/audit.py): its metrics are read over the same period.
 AUDIT_PERIOD = Duration.minutes(5)
+
+
+@dataclass(frozen=True)
+class ApiLimits:
+    """When an API's health alarms: the share of 4xx answers, and the p99 latency in milliseconds."""
+
+    client_error_rate: float
+    p99_latency_ms: float
+
+
+API_LIMITS = {
+    # Agents meet 404 and 409 (an illegal command) as part of the protocol; a quarter of all answers
+    # means an agent is stuck or its signing broke (403).
+    "orchestrator": ApiLimits(client_error_rate=0.25, p99_latency_ms=10_000),
+    # Only the orchestrator calls loans-api, with well-formed, signed commands; an answer slower than
+    # the orchestrator's per-attempt read timeout is a retry.
+    "loans": ApiLimits(
+        client_error_rate=0.05,
+        p99_latency_ms=1000 * float(OrchestratorSettings.model_fields["loans_read_timeout"].default),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -49,15 +75,22 @@ def saga_metric(service: str, name: str, statistic: str = "Sum") -> cw.Metric:
 
 
 class Observability(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, watched: Watched, key: kms.IKey) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, watched: Watched, key: kms.IKey, alarm_email: str | None = None
+    ) -> None:
         super().__init__(scope, construct_id)
-        # CloudWatch publishes alarms to an encrypted topic only when the key lets it.
-        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
-        self.alarm_topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True)
+        self.alarm_topic = self._alarm_topic(key, alarm_email)
         self.alarms: dict[str, cw.Alarm] = {}
         w = watched
         oldest_pending = saga_metric(names.SWEEPER, names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, "Maximum")
         iterator_age = w.relay.metric("IteratorAge", statistic="Maximum", period=PERIOD)
+        queue_age = w.queue.metric_approximate_age_of_oldest_message(period=PERIOD)
+        publish_failures = cw.MathExpression(
+            expression="FILL(relay, 0) + FILL(sweeper, 0)",
+            using_metrics={service: saga_metric(service, names.PUBLISH_FAILURES) for service in ("relay", "sweeper")},
+            label="publish failures (relay + sweeper)",
+            period=PERIOD,
+        )
         self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Outbox age", width=12, left=[oldest_pending], right=[
@@ -73,8 +106,9 @@ class Observability(Construct):
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Events queue", width=8,
                            left=[w.queue.metric_approximate_number_of_messages_visible(period=PERIOD)],
-                           right=[w.queue.metric_approximate_age_of_oldest_message(period=PERIOD)]),
-            cw.GraphWidget(title="Stream iterator age (ms)", width=8, left=[iterator_age]),
+                           right=[queue_age]),
+            cw.GraphWidget(title="Stream iterator age (ms) and publish failures", width=8, left=[iterator_age],
+                           right=[publish_failures]),
             cw.GraphWidget(title="Consumer outcomes", width=8, left=[
                 saga_metric(names.CONSUMER, metric) for metric in
                 (names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_SKIPPED, names.EVENTS_FAILED)]),
@@ -122,7 +156,21 @@ class Observability(Construct):
             "OutboxTooOld",
             oldest_pending,
             OUTBOX_AGE_ALARM_SECONDS,
-            "An outbox event has been PENDING for over 5 minutes: road 2 is stuck.",
+            "An outbox event has been PENDING for over 5 minutes, or the sweeper stopped reporting (no data is "
+            "breaching): road 2 may be stuck.",
+            missing=cw.TreatMissingData.BREACHING,
+        )
+        self._alarm(
+            "EventsQueueTooOld",
+            queue_age,
+            EVENTS_QUEUE_AGE_ALARM_SECONDS,
+            "A message has waited in the events queue for over 5 minutes: the consumer is not draining it.",
+        )
+        self._alarm(
+            "PublishFailures",
+            publish_failures,
+            0,
+            "The relay or the sweeper could not publish outbox events to SNS (they stay PENDING and are retried).",
         )
         self._alarm(
             "StreamIteratorAge",
@@ -135,7 +183,9 @@ class Observability(Construct):
             out_of_sync,
             0,
             "A Control Record disagrees with loans-api past the grace period: `saga audit` lists it, says "
-            "which road should have brought it, and repairs it with --repair where that is mechanical.",
+            "which road should have brought it, and repairs it with --repair where that is mechanical. "
+            "Missing data breaches too: the audit reports every run, so silence means it stopped.",
+            missing=cw.TreatMissingData.BREACHING,
         )
         self._alarm(
             "UnreadableOutboxItems",
@@ -144,23 +194,74 @@ class Observability(Construct):
             "A PENDING outbox item is not an event the relay can read; it is skipped (and kept). The relay's "
             "and sweeper's logs name it ('unreadable outbox item skipped').",
         )
+        five_minutes = Duration.minutes(5)
         for name, api in w.apis.items():
+            limits = API_LIMITS[name]
             self._alarm(
                 f"{name}5xxRate",
-                api.api.metric_server_error(statistic="Average", period=Duration.minutes(5)),
+                api.api.metric_server_error(statistic="Average", period=five_minutes),
                 API_5XX_RATE_ALARM,
                 f"More than 1% of {name} API calls answer 5xx.",
             )
-        for name in ("orchestrator", "loans-api"):
-            fn = w.functions[name]
+            self._alarm(
+                f"{name}4xxRate",
+                api.api.metric_client_error(statistic="Average", period=five_minutes),
+                limits.client_error_rate,
+                f"More than {limits.client_error_rate:.0%} of {name} API calls answer 4xx.",
+            )
+            self._alarm(
+                f"{name}Latency",
+                api.api.metric_latency(statistic="p99", period=five_minutes),
+                limits.p99_latency_ms,
+                f"The {name} API's p99 latency is over {limits.p99_latency_ms:.0f} ms.",
+            )
+        for name, fn in w.functions.items():
             self._alarm(
                 f"{name}Errors",
-                fn.metric_errors(period=Duration.minutes(5)),
+                fn.metric_errors(period=five_minutes),
                 0,
-                f"The {name} function raised errors (not problem responses: crashes).",
+                f"The {name} function raised errors (not problem responses: crashes or timeouts).",
+            )
+            self._alarm(
+                f"{name}Throttles",
+                fn.metric_throttles(period=five_minutes),
+                0,
+                f"Invocations of the {name} function were throttled.",
             )
 
-    def _alarm(self, construct_id: str, metric: cw.IMetric, threshold: float, description: str) -> None:
+    def _alarm_topic(self, key: kms.IKey, email: str | None) -> sns.Topic:
+        """A topic CloudWatch alarms of this account may publish to (the SSL-only policy alone denies
+        everything and allows nothing), through the key that encrypts it."""
+        stack = Stack.of(self)
+        cloudwatch = iam.ServicePrincipal("cloudwatch.amazonaws.com").with_conditions(
+            {"StringEquals": {"aws:SourceAccount": stack.account}}
+        )
+        key.grant(cloudwatch, "kms:Decrypt", "kms:GenerateDataKey*")
+        topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True)
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[cloudwatch],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions={
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"
+                    }
+                },
+            )
+        )
+        if email:
+            topic.add_subscription(subscriptions.EmailSubscription(email))
+        return topic
+
+    def _alarm(
+        self,
+        construct_id: str,
+        metric: cw.IMetric,
+        threshold: float,
+        description: str,
+        missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING,
+    ) -> None:
         alarm = cw.Alarm(
             self,
             construct_id,
@@ -168,8 +269,10 @@ class Observability(Construct):
             threshold=threshold,
             evaluation_periods=1,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=missing,
             alarm_description=description,
         )
-        alarm.add_alarm_action(actions.SnsAction(self.alarm_topic))
+        action = actions.SnsAction(self.alarm_topic)
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
         self.alarms[construct_id] = alarm

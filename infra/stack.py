@@ -1,4 +1,5 @@
-"""The stack only composes constructs, one per concern, and wires who may do what (grant* only)."""
+"""The stack only composes constructs, one per concern, and wires who may do what: each function gets
+the calls its code makes (infra/permissions.py) and the grants of what it publishes or invokes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.apis import ProxyApi
+from infra import permissions
+from infra.apis import LOANS_THROTTLE, ORCHESTRATOR_THROTTLE, ApiGatewayAccountRole, ProxyApi
 from infra.audit import JourneyAudit
 from infra.data import DataTables
 from infra.event_sources import EventSources
@@ -19,7 +21,16 @@ from shared import tables
 
 
 class LoanSagaStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, dev: bool = False, **kwargs: object) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        dev: bool = False,
+        api_gateway_account_role: bool = False,
+        alarm_email: str | None = None,
+        **kwargs: object,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
         data = DataTables(self, "Data", dev=dev)
@@ -28,24 +39,39 @@ class LoanSagaStack(Stack):
         loans_api = ProxyApi(
             self,
             "LoansApi",
+            name="loans",
             function=fns.loans_api,
             log_retention=retention,
+            throttle=LOANS_THROTTLE,
+            only_invoker=fns.orchestrator.role,
             description="loans-api: the system of record (internal: only the orchestrator calls it)",
         )
         orchestrator_api = ProxyApi(
             self,
             "OrchestratorApi",
+            name="orchestrator",
             function=fns.orchestrator,
             log_retention=retention,
+            throttle=ORCHESTRATOR_THROTTLE,
             description="The loan journey orchestrator: the agent-facing API",
         )
+        account_role = ApiGatewayAccountRole(self, "ApiGatewayAccount") if api_gateway_account_role else None
+        if account_role is not None:
+            account_role.must_precede(loans_api, orchestrator_api)
 
         # Who may do what.
-        data.loans.grant_read_write_data(fns.loans_api)
-        data.journeys.grant_read_write_data(fns.orchestrator)
-        data.journeys.grant_read_write_data(fns.consumer)
+        for fn, table, calls in (
+            (fns.loans_api, data.loans, permissions.LOANS_API),
+            (fns.orchestrator, data.journeys, permissions.ORCHESTRATOR),
+            (fns.consumer, data.journeys, permissions.CONSUMER),
+            (fns.relay, data.loans, permissions.RELAY),
+            (fns.sweeper, data.loans, permissions.SWEEPER),
+            (fns.auditor, data.loans, permissions.AUDITOR_LOANS),
+            (fns.auditor, data.journeys, permissions.AUDITOR_JOURNEYS),
+        ):
+            for statement in calls.statements(table):
+                fn.add_to_role_policy(statement)
         for outbox_worker in (fns.relay, fns.sweeper):
-            data.loans.grant_read_write_data(outbox_worker)
             messaging.topic.grant_publish(outbox_worker)
         loans_api.grant_invoke(fns.orchestrator)
 
@@ -78,7 +104,7 @@ class LoanSagaStack(Stack):
             "auditor": fns.auditor,
         }
         self.observability = Observability(
-            self, "Observability", key=messaging.key,
+            self, "Observability", key=messaging.key, alarm_email=alarm_email,
             watched=Watched(functions=functions, apis={"orchestrator": orchestrator_api, "loans": loans_api},
                             queue=messaging.queue, dlq=messaging.dlq, relay_failures=messaging.relay_failures,
                             relay=fns.relay),
@@ -106,4 +132,12 @@ class LoanSagaStack(Stack):
         }
         for key, value in outputs.items():
             CfnOutput(self, key, value=value)
-        acknowledge(self, data.loans, loans_api.api, orchestrator_api.api, messaging.relay_failures)
+        acknowledge(
+            self,
+            functions=functions,
+            loans_api=loans_api.api,
+            orchestrator_api=orchestrator_api.api,
+            agent_policy=agent_policy,
+            relay_failures=messaging.relay_failures,
+            account_role=None if account_role is None else account_role.role,
+        )

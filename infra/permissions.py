@@ -1,0 +1,43 @@
+"""What each function's code calls on DynamoDB: exact actions on exact resources (the table, or one
+named index), nothing `grant_read_write_data` would add besides. tests/infra/test_entry_points.py
+records the calls each function makes when invoked as deployed and holds these lists to them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+
+from shared.tables import CHANGES_INDEX, PENDING_INDEX
+
+
+@dataclass(frozen=True)
+class TableCalls:
+    """Actions on the table's items, and per index the actions on that index."""
+
+    on_table: tuple[str, ...]
+    on_indexes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def statements(self, table: dynamodb.ITable) -> list[iam.PolicyStatement]:
+        found = [iam.PolicyStatement(actions=list(self.on_table), resources=[table.table_arn])]
+        found += [
+            iam.PolicyStatement(actions=list(actions), resources=[f"{table.table_arn}/index/{index}"])
+            for index, actions in self.on_indexes.items()
+        ]
+        return found
+
+
+# A TransactWriteItems needs the action of each item it holds (Put: PutItem, Update: UpdateItem).
+LOANS_API = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"))
+ORCHESTRATOR = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:PutItem"))
+CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem"))
+# The relay marks what it published; the sweeper finds what is still pending, oldest first.
+RELAY = TableCalls(on_table=("dynamodb:UpdateItem",))
+SWEEPER = TableCalls(on_table=("dynamodb:UpdateItem",), on_indexes={PENDING_INDEX: ("dynamodb:Query",)})
+# The scheduled audit reads ledgers and event items, finds what changed in the keys-only changes index,
+# reads Control Records and keeps its one state item in the journeys table. It never writes to loans-api.
+AUDITOR_LOANS = TableCalls(
+    on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem"), on_indexes={CHANGES_INDEX: ("dynamodb:Query",)}
+)
+AUDITOR_JOURNEYS = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"))

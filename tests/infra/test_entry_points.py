@@ -1,0 +1,381 @@
+"""Every function as deployed: its handler string, its environment and its role come from the synthesized
+template; each runs in its own interpreter (tests/infra/lambda_container.py) against a moto server, and is
+invoked with the events its trigger sends (API Gateway proxy requests, stream and SQS batches, the
+schedule). Then each role is held to the AWS calls its function made: no more, no fewer.
+
+The template's deploy-time references (a table's name, the topic's ARN, loans-api's invoke URL) are
+replaced by the local resource that stands for the resource they name, and nothing else is: an
+environment variable that no Settings field reads, or a Settings field that is required and unset,
+fails here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+import urllib3
+
+from functions.consumer.settings import ConsumerSettings
+from functions.loans_api.settings import LoansSettings
+from functions.orchestrator.settings import OrchestratorSettings
+from functions.relay.settings import RelaySettings
+from infra import packaging
+from saga.local.apigw import proxy_event
+from saga.local.moto_server import MotoServer
+from saga.local.pollers import SqsPoller, StreamPoller
+from saga.local.resources import LocalResources, provision
+from shared import aws
+from shared.settings import BaseSettings
+from shared.tables import JOURNEYS_TABLE, LOANS_TABLE, PENDING_INDEX
+from tests.infra.lambda_container import STAGE_PATH
+
+REGION = "us-east-1"
+SETTINGS: dict[str, type[BaseSettings]] = {
+    "LoansApi": LoansSettings,
+    "Orchestrator": OrchestratorSettings,
+    "Relay": RelaySettings,
+    "Sweeper": RelaySettings,
+    "Consumer": ConsumerSettings,
+}
+# Set in every function by infra/functions.py for Powertools, which reads them itself.
+POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
+# Granted for what the platform does with the function's role, not for calls its code makes: writing its
+# logs, traces, the event source mappings' polling and on-failure delivery, SNS's use of the topic's key,
+# and the orchestrator's signed HTTP calls to loans-api.
+PLATFORM = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+PLATFORM_OF = {
+    "LoansApi": set(),
+    "Orchestrator": {"execute-api:Invoke"},
+    "Relay": {"dynamodb:ListStreams", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+              "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "kms:Decrypt", "kms:GenerateDataKey*"},
+    "Sweeper": {"kms:Decrypt", "kms:GenerateDataKey*"},
+    "Consumer": {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage",
+                 "sqs:GetQueueAttributes"},
+}  # fmt: skip
+# The one setting changed from the deployed environment: the sweeper republishes what is pending now,
+# not only what has waited a minute, so that one run has work.
+SWEEPER_OVERRIDES = {"SWEEP_THRESHOLD_SECONDS": "0"}
+
+
+def named(resources: dict[str, Any], kind: str, prefix: str) -> str:
+    [name] = [k for k, v in resources.items() if v["Type"] == kind and k.startswith(prefix)]
+    return name
+
+
+def resolve(value: Any, refs: dict[str, str], resources: dict[str, Any]) -> str:
+    """A template value with each reference replaced by the local stand-in of what it names."""
+    if isinstance(value, str):
+        return value
+    if set(value) == {"Ref"}:
+        return refs[value["Ref"]]
+    parts = value["Fn::Join"][1]
+    # The one composite value: an API's invoke URL, https://{api}.execute-api.{region}.{suffix}/{stage}
+    assert [p if isinstance(p, str) else next(iter(p)) for p in parts] == [
+        "https://", "Ref", ".execute-api.", "Ref", ".", "Ref", "/", "Ref"]  # fmt: skip
+    api, stage = parts[1]["Ref"], parts[7]["Ref"]
+    assert resources[stage]["Properties"]["RestApiId"] == {"Ref": api}
+    assert f"/{resources[stage]['Properties']['StageName']}" == STAGE_PATH
+    return refs[api]
+
+
+def _epoch_seconds(value: object) -> float:
+    """Lambda's events carry times as epoch seconds (a stream record's ApproximateCreationDateTime)."""
+    assert isinstance(value, datetime), value
+    return value.timestamp()
+
+
+@dataclass
+class Container:
+    """One function's interpreter; `invoke` has a handler's signature, so pollers can drive it."""
+
+    name: str
+    process: subprocess.Popen[str]
+    calls_file: Path
+    failures: list[str] = field(default_factory=list)
+
+    def invoke(self, event: dict[str, Any], context: Any = None) -> Any:
+        stdin, stdout = self._pipes()
+        try:
+            stdin.write(json.dumps(event, default=_epoch_seconds) + "\n")
+            stdin.flush()
+            answer = json.loads(stdout.readline())
+        except (TypeError, ValueError, OSError) as error:  # a poller would swallow it: keep it
+            self.failures.append(f"{type(error).__name__}: {error}")
+            raise
+        if "error" in answer:
+            self.failures.append(answer["error"])
+            raise RuntimeError(answer["error"])
+        result = answer["result"]
+        if isinstance(result, dict) and result.get("batchItemFailures"):
+            self.failures.append(json.dumps(result))
+        return result
+
+    def _pipes(self) -> tuple[IO[str], IO[str]]:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        return self.process.stdin, self.process.stdout
+
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.calls_file.exists():
+            return []
+        return [json.loads(line) for line in self.calls_file.read_text().splitlines()]
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+
+@dataclass
+class DeployedRun:
+    template: dict[str, Any]
+    settings: dict[str, BaseSettings]
+    containers: dict[str, Container]
+    statuses: list[tuple[str, int]]
+    journey_only_road_2_knew: dict[str, Any]
+    sweep: dict[str, Any]
+    dlq_depth: int
+
+
+class Deployment:
+    """Starts functions from the template's definitions, against one moto server."""
+
+    def __init__(self, template: dict[str, Any], moto: MotoServer, local: LocalResources, tmp: Path) -> None:
+        self.resources = template["Resources"]
+        self.moto, self.local, self.tmp = moto, local, tmp
+        self.refs = {
+            named(self.resources, "AWS::DynamoDB::Table", f"Data{LOANS_TABLE.logical_id}"): local.loans_table,
+            named(self.resources, "AWS::DynamoDB::Table", f"Data{JOURNEYS_TABLE.logical_id}"): local.journeys_table,
+            named(self.resources, "AWS::SNS::Topic", "MessagingEventsTopic"): local.topic_arn,
+        }
+        self.settings: dict[str, BaseSettings] = {}
+
+    def function(self, name: str) -> dict[str, Any]:
+        return dict(self.resources[named(self.resources, "AWS::Lambda::Function", f"Functions{name}")]["Properties"])
+
+    def environment(self, name: str) -> dict[str, str]:
+        variables = self.function(name)["Environment"]["Variables"]
+        return {key: resolve(value, self.refs, self.resources) for key, value in variables.items()}
+
+    def start(self, name: str, serve: bool = False, overrides: dict[str, str] | None = None) -> Container:
+        deployed = self.environment(name)
+        environment = {
+            **deployed,
+            **(overrides or {}),
+            # What the Lambda runtime sets, and the local endpoint in place of AWS's.
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_ENDPOINT_URL": self.moto.url,
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": str(packaging.ROOT),
+            "RECORD_CALLS_TO": str(self.tmp / f"{name}.calls"),
+        }
+        self.settings[name] = SETTINGS[name].from_env(environment)
+        handler = self.function(name)["Handler"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.infra.lambda_container", handler, *(["--serve"] if serve else [])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(self.tmp / f"{name}.log").open("w"),
+            text=True, env=environment, cwd=packaging.ROOT,
+        )  # fmt: skip
+        return Container(name, process, self.tmp / f"{name}.calls")
+
+
+def api_call(container: Container, method: str, path: str, body: Any = None, key: str | None = None) -> Any:
+    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key else {})}
+    event = proxy_event(method, path, headers, None if body is None else json.dumps(body).encode(), stage="v1")
+    return container.invoke(event)
+
+
+@pytest.fixture(scope="module")
+def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
+    tmp = tmp_path_factory.mktemp("entry-points")
+    moto = MotoServer().start()
+    moto.reset()  # moto's backends are the process's: other suites' servers may have left resources
+    local = provision(moto.url, REGION)
+    deployment = Deployment(template.to_json(), moto, local, tmp)
+    containers: dict[str, Container] = {}
+    try:
+        # Given loans-api served behind its stage, and the orchestrator pointed at it by the template's URL
+        containers["LoansApi"] = loans = deployment.start("LoansApi", serve=True)
+        assert loans.process.stdout is not None
+        loans_url = f"http://127.0.0.1:{int(loans.process.stdout.readline())}{STAGE_PATH}"
+        deployment.refs[named(deployment.resources, "AWS::ApiGateway::RestApi", "LoansApi")] = loans_url
+        containers["Orchestrator"] = orchestrator = deployment.start("Orchestrator")
+
+        # When an agent walks one journey to its end and cancels another
+        statuses: list[tuple[str, int]] = []
+
+        def agent(method: str, path: str, body: Any = None, key: str | None = None) -> dict[str, Any]:
+            response = api_call(orchestrator, method, path, body, key)
+            statuses.append((f"{method} {path}", response["statusCode"]))
+            return dict(json.loads(response["body"]))
+
+        terms = {"amount": 10000, "termMonths": 36}
+        walked = agent("POST", "/journeys", {"customerId": "c-1"}, key=str(uuid.uuid4()))["journeyId"]
+        for command in ("simulate", "accept", "disburse"):
+            agent("POST", f"/journeys/{walked}/{command}", terms if command == "simulate" else None)
+        agent("GET", f"/journeys/{walked}")
+        cancelled = agent("POST", "/journeys", {"customerId": "c-2"})["journeyId"]
+        agent("POST", f"/journeys/{cancelled}/simulate", terms)
+        agent("POST", f"/journeys/{cancelled}/cancel")
+        # And loans-api commits one simulation whose reply never reaches the orchestrator (road 1 cut)
+        unseen = agent("POST", "/journeys", {"customerId": "c-3"})["journeyId"]
+        direct = urllib3.request("POST", f"{loans_url}/simulations", json={"journeyId": unseen, **terms},
+                                 headers={"Idempotency-Key": f"direct-{unseen}"})  # fmt: skip
+        statuses.append(("POST loans-api /simulations", direct.status))
+
+        # And the schedule runs the sweeper, the stream feeds the relay, the queue feeds the consumer
+        containers["Sweeper"] = sweeper = deployment.start("Sweeper", overrides=SWEEPER_OVERRIDES)
+        sweep = sweeper.invoke({"version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event",
+                                "source": "aws.events", "account": "123456789012", "region": REGION,
+                                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                "resources": [], "detail": {}})  # fmt: skip
+        containers["Relay"] = relay = deployment.start("Relay")
+        streams = aws.client("dynamodbstreams", REGION, moto.url)
+        mappings = [
+            v["Properties"] for v in deployment.resources.values() if v["Type"] == "AWS::Lambda::EventSourceMapping"
+        ]
+        relay_batch = int(next(m["BatchSize"] for m in mappings if "StartingPosition" in m))
+        stream_poller = StreamPoller(streams, local.loans_stream_arn, relay.invoke, batch_size=relay_batch)
+        while stream_poller.poll_once():
+            pass
+        containers["Consumer"] = consumer = deployment.start("Consumer")
+        sqs = aws.client("sqs", REGION, moto.url)
+        queue_arn = sqs.get_queue_attributes(QueueUrl=local.events_queue_url, AttributeNames=["QueueArn"])
+        sqs_poller = SqsPoller(sqs, local.events_queue_url, queue_arn["Attributes"]["QueueArn"], consumer.invoke)
+        while sqs_poller.poll_once():
+            pass
+        dlq = sqs.get_queue_attributes(QueueUrl=local.events_dlq_url, AttributeNames=["ApproximateNumberOfMessages"])
+        yield DeployedRun(
+            template=deployment.resources,
+            settings=deployment.settings,
+            containers=containers,
+            statuses=statuses,
+            journey_only_road_2_knew=agent("GET", f"/journeys/{unseen}"),
+            sweep=sweep,
+            dlq_depth=int(dlq["Attributes"]["ApproximateNumberOfMessages"]),
+        )
+    finally:
+        for container in containers.values():
+            container.stop()
+        moto.stop()
+
+
+# -- the entry points -----------------------------------------------------------------------------
+
+
+def test_every_function_of_the_template_was_started(deployed):
+    functions = [k for k, v in deployed.template.items() if v["Type"] == "AWS::Lambda::Function"]
+    assert sorted(deployed.containers) == sorted(SETTINGS)
+    assert len(functions) == len(SETTINGS)
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_every_variable_the_template_sets_is_a_setting_the_function_reads(deployed, name):
+    variables = set(deployed.template[named(deployed.template, "AWS::Lambda::Function", f"Functions{name}")]
+                    ["Properties"]["Environment"]["Variables"])  # fmt: skip
+    fields = {field.upper() for field in SETTINGS[name].model_fields}
+    assert variables - POWERTOOLS <= fields, "a variable no Settings field reads"
+    required = {f.upper() for f, info in SETTINGS[name].model_fields.items() if info.is_required()}
+    assert required <= variables, "a required setting the template does not set"
+
+
+def test_the_deployed_orchestrator_signs_its_calls_and_reaches_loans_api_by_the_templates_url(deployed):
+    settings = deployed.settings["Orchestrator"]
+    assert isinstance(settings, OrchestratorSettings)
+    assert settings.sign_loans_requests is True
+    assert settings.loans_api_url.endswith(STAGE_PATH)
+
+
+def test_the_agents_commands_succeed_through_the_deployed_entry_points(deployed):
+    assert [call for call, status in deployed.statuses if status >= 300] == []
+
+
+def test_the_roads_run_through_the_deployed_entry_points_without_failures(deployed):
+    assert {name: c.failures for name, c in deployed.containers.items() if c.failures} == {}
+    assert deployed.sweep["republished"] > 0
+    assert deployed.sweep["failed"] == 0
+    assert deployed.dlq_depth == 0
+
+
+def test_road_2_alone_brings_the_control_record_to_the_truth(deployed):
+    # (loans-api's reply to that simulation never reached the orchestrator)
+    record = deployed.journey_only_road_2_knew
+    assert record["currentState"] == "simulated", record
+
+
+# -- each role against the calls its function made -------------------------------------------------
+
+_LOCAL_TABLES = {LOANS_TABLE.local_name: "loans", JOURNEYS_TABLE.local_name: "journeys"}
+
+
+def called(call: dict[str, Any]) -> set[tuple[str, str]]:
+    """The (IAM action, resource) pairs one recorded AWS call needs."""
+    service, operation = call["service"], call["operation"]
+    if service == "sns":  # PublishBatch is authorized as sns:Publish
+        return {("sns:Publish", "events-topic")}
+    if service != "dynamodb":
+        return {(f"{service}:{operation}", "?")}
+    if operation == "TransactWriteItems":  # each item needs its own action
+        return {(f"dynamodb:{kind}Item", _LOCAL_TABLES[table]) for kind, table in call["TransactItems"]}
+    if operation == "BatchGetItem":
+        return {("dynamodb:BatchGetItem", _LOCAL_TABLES[table]) for table in call["RequestItems"]}
+    target = _LOCAL_TABLES[call["TableName"]] + (f"/index/{call['IndexName']}" if "IndexName" in call else "")
+    return {(f"dynamodb:{operation}", target)}
+
+
+def granted(resources: dict[str, Any], name: str) -> set[tuple[str, str]]:
+    """The (action, resource) pairs of the function's role, resources named as `called` names them."""
+    role = named(resources, "AWS::IAM::Role", f"Functions{name}Role")
+    policy = resources[named(resources, "AWS::IAM::Policy", f"Functions{name}RoleDefaultPolicy")]["Properties"]
+    assert policy["Roles"] == [{"Ref": role}]
+    tables = {named(resources, "AWS::DynamoDB::Table", f"Data{spec.logical_id}"): label
+              for spec, label in ((LOANS_TABLE, "loans"), (JOURNEYS_TABLE, "journeys"))}  # fmt: skip
+    topic = named(resources, "AWS::SNS::Topic", "MessagingEventsTopic")
+
+    def label(resource: Any) -> str:
+        text = json.dumps(resource)
+        for logical_id, table in tables.items():
+            if resource == {"Fn::GetAtt": [logical_id, "Arn"]}:
+                return table
+            if logical_id in text and "/index/" in text:
+                return f"{table}/index/{resource['Fn::Join'][1][-1].split('/index/')[1]}"
+        return "events-topic" if resource == {"Ref": topic} else "other"
+
+    pairs = set()
+    for statement in policy["PolicyDocument"]["Statement"]:
+        assert statement["Effect"] == "Allow"
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        pairs |= {(action, label(target)) for action in actions for target in targets}
+    return pairs
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_each_role_allows_exactly_the_calls_its_function_makes(deployed, name):
+    # Given the AWS calls the function made while it served its part of the run
+    needed = set().union(*(called(call) for call in deployed.containers[name].calls()))
+    assert needed, "the function made no AWS call: the run did not exercise it"
+    # When its role's statements are read from the template
+    allowed = granted(deployed.template, name)
+    platform = PLATFORM | PLATFORM_OF[name]
+    # Then the role allows what the code called, on the resources it called it on, and nothing else
+    assert {pair for pair in allowed if pair[0] not in platform} == needed
+    assert {action for action, _ in allowed} & platform == platform
+
+
+def test_only_the_sweeper_reads_the_pending_index(deployed):
+    readers = {name for name in SETTINGS if any(target.endswith(f"/index/{PENDING_INDEX}")
+                                                 for _, target in granted(deployed.template, name))}  # fmt: skip
+    assert readers == {"Sweeper"}

@@ -1,0 +1,118 @@
+"""The layer: built from the lock (what the tests ran is what deploys), without what Lambda's runtime
+ships, with bytecode the runtime will use; and the locks agree with each other and with pyproject."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from infra import packaging
+
+DEV_LOCK = packaging.ROOT / "requirements" / "dev.txt"
+
+
+def pins(lock: Path) -> dict[str, str]:
+    """name -> version of every `name==version` line of a lock file (names normalized)."""
+    found = re.findall(r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)", lock.read_text(), flags=re.MULTILINE)
+    return {re.sub(r"[-_.]+", "-", name).lower(): version for name, version in found}
+
+
+def lock_command(lock: Path) -> list[str]:
+    """The `uv pip compile ...` line the lock's header records."""
+    [command] = re.findall(r"^#\s+(uv pip compile .*)$", lock.read_text(), flags=re.MULTILINE)
+    return list(command.split())
+
+
+def test_the_layer_installs_exactly_the_lock_as_arm64_wheels_for_lambdas_python():
+    command = packaging.pip_command(Path("/tmp/layer/python"))
+    assert command[command.index("-r") + 1] == str(packaging.LAMBDA_LOCK)
+    assert {"--require-hashes", "--no-deps", "--only-binary=:all:"} <= set(command)
+    assert command[command.index("--platform") + 1] == packaging.PIP_PLATFORM == "manylinux2014_aarch64"
+    assert command[command.index("--python-version") + 1] == packaging.PYTHON_VERSION
+
+
+def test_the_lambda_lock_was_resolved_for_the_functions_runtime_and_platform():
+    command = lock_command(packaging.LAMBDA_LOCK)
+    assert command[command.index("--python-version") + 1] == packaging.PYTHON_VERSION
+    assert command[command.index("--python-platform") + 1] == "aarch64-manylinux2014"
+    assert "--generate-hashes" in command
+    assert packaging.RUNTIME.name == f"python{packaging.PYTHON_VERSION}"
+
+
+def test_the_layer_leaves_boto3_and_botocore_to_the_runtime_and_holds_the_rest():
+    locked = pins(packaging.LAMBDA_LOCK)
+    assert not set(packaging.PROVIDED_BY_RUNTIME) & set(locked)
+    for requirement in ("aws-lambda-powertools", "pydantic", "pydantic-core", "uuid6", "urllib3", "aws-xray-sdk"):
+        assert requirement in locked, requirement
+
+
+def test_every_hash_pinned_line_of_both_locks_carries_a_hash():
+    for lock in (packaging.LAMBDA_LOCK, DEV_LOCK):
+        blocks = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", lock.read_text())
+        for block in blocks[1:]:
+            assert "--hash=sha256:" in block, block.splitlines()[0]
+
+
+def test_tests_run_the_versions_that_deploy():
+    # Given the two locks, When the packages of the layer are looked up in the dev lock
+    layer, dev = pins(packaging.LAMBDA_LOCK), pins(DEV_LOCK)
+    # Then each one is pinned there at the same version
+    assert {name: dev.get(name) for name in layer} == layer
+
+
+def test_the_locks_satisfy_pyproject():
+    project = tomllib.loads((packaging.ROOT / "pyproject.toml").read_text())["project"]
+    dev = pins(DEV_LOCK)
+    for line in [*project["dependencies"], *project["optional-dependencies"]["dev"]]:
+        requirement = Requirement(line)
+        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        assert name in dev, f"{name} is not locked: run `make lock`"
+        assert requirement.specifier.contains(dev[name], prereleases=True), f"{line} vs {dev[name]}: run `make lock`"
+
+
+def test_the_layer_is_identified_by_the_locks_content(tmp_path, monkeypatch):
+    # Given the layer's identity from the lock as checked in
+    before = packaging.dependencies_hash("python3.14")
+    # When one pin changes
+    changed = tmp_path / "lambda.txt"
+    changed.write_text(packaging.LAMBDA_LOCK.read_text().replace("uuid6==", "uuid6==0", 1))
+    monkeypatch.setattr(packaging, "LAMBDA_LOCK", changed)
+    # Then the layer is another asset (a new pin redeploys), and so is a sources-only build
+    assert packaging.dependencies_hash("python3.14") != before
+    monkeypatch.undo()
+    assert packaging.dependencies_hash(None) != before
+
+
+def test_the_bytecode_is_used_without_looking_at_the_sources(tmp_path):
+    # Given a package compiled the way the layer is, by the interpreter that will import it
+    package = tmp_path / "python" / "lean"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("ANSWER = 'from the bytecode'\n")
+    subprocess.run(packaging.compile_command(sys.executable, tmp_path / "python"), check=True)
+    # When the source changes afterwards (as a zip's timestamps and sizes would differ) and a fresh
+    # interpreter that may not write bytecode (a read-only /opt) imports it
+    (package / "__init__.py").write_text("ANSWER = 'compiled again at import'\n")
+    code = "import lean; print(lean.ANSWER); print(lean.__spec__.cached)"
+    done = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(tmp_path / "python")})  # fmt: skip
+    # Then the shipped bytecode is what ran, and tracebacks name the layer's path in Lambda
+    answer, cached = done.stdout.splitlines()
+    assert answer == "from the bytecode"
+    assert cached.endswith(f"cpython-{sys.version_info.major}{sys.version_info.minor}.pyc")
+    assert packaging.compile_command(sys.executable, tmp_path)[-3:-1] == ["-p", packaging.LAYER_PYTHON_PATH]
+
+
+@pytest.mark.parametrize("found", [True, False])
+def test_the_layer_compiles_only_with_the_runtimes_python(monkeypatch, found):
+    # Given a machine with (or without) python3.14 on its PATH and no uv-installed one
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}" if found else None)
+    monkeypatch.setattr(packaging, "_uv_python", lambda: None)
+    # When the layer looks for an interpreter, Then it takes only that version's
+    assert packaging.bytecode_interpreter() == (f"/usr/bin/python{packaging.PYTHON_VERSION}" if found else None)
