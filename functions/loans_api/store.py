@@ -58,7 +58,7 @@ class LoanStore(Protocol):
 
 
 class DynamoLoanStore:
-    """LoanStore on one DynamoDB table (single-table design, see DESIGN.md section 6)."""
+    """LoanStore on one DynamoDB table (single-table design, see docs/ARCHITECTURE.md, Data model)."""
 
     def __init__(self, client: Any, table_name: str) -> None:
         self._client = client
