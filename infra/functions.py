@@ -9,6 +9,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from functions.loans_api.settings import FUNCTION_TIMEOUT_SECONDS as LOANS_FUNCTION_TIMEOUT_SECONDS
 from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from infra import packaging
 from shared import metric_names as names
@@ -19,7 +20,7 @@ from shared.tables import CONSUMER_TIMEOUT_SECONDS
 ORCHESTRATOR_TIMEOUT = Duration.seconds(FUNCTION_TIMEOUT_SECONDS)
 # loans-api answers within the orchestrator's per-attempt read timeout in normal operation; the
 # function limit only bounds a stuck invocation.
-LOANS_API_TIMEOUT = Duration.seconds(10)
+LOANS_API_TIMEOUT = Duration.seconds(LOANS_FUNCTION_TIMEOUT_SECONDS)
 RELAY_TIMEOUT = Duration.seconds(30)
 SWEEPER_TIMEOUT = Duration.seconds(60)
 CONSUMER_TIMEOUT = Duration.seconds(CONSUMER_TIMEOUT_SECONDS)

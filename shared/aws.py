@@ -9,6 +9,21 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError, EndpointConnectionError, HTTPClientError
+
+# Error codes AWS answers for a failure that the same request may not meet again.
+TRANSIENT_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "Throttling",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "TransactionConflictException",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -45,3 +60,14 @@ def client(service: str, region: str, endpoint_url: str | None, budget: AwsCallB
     )
     with _creating:  # creating clients from one session is not thread-safe; using them is
         return session().client(service, region_name=region, endpoint_url=endpoint_url, config=config)
+
+
+def is_transient(error: BaseException) -> bool:
+    """True for an AWS call that failed in a way a retry of the whole request may clear: botocore's
+    own retries ran out on a timeout, a dropped connection, throttling or an AWS-side 5xx."""
+    if isinstance(error, HTTPClientError | EndpointConnectionError):
+        return True
+    if isinstance(error, ClientError):
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        return error.response.get("Error", {}).get("Code") in TRANSIENT_CODES or status >= 500
+    return False

@@ -36,6 +36,11 @@ class IllegalTransition(DomainError):
         self.available_actions = list(available_actions)
 
 
+class LedgerMoved(DomainError):
+    """The journey's ledger is not at the position the command was decided on (a precondition, as
+    HTTP's If-Match): an attempt abandoned by its caller must not commit after later commands."""
+
+
 class MissingIdempotencyKey(DomainError):
     """A write arrived without its Idempotency-Key header."""
 

@@ -13,6 +13,8 @@ from shared.errors import IdempotencyKeyReused, MissingIdempotencyKey
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
+# The ledger position a command was decided on (loans-api refuses it with 412 if the ledger moved).
+EXPECTED_SEQ_HEADER = "Expected-Ledger-Seq"
 MAX_KEY_LENGTH = 255
 DEFAULT_RECEIPT_TTL_SECONDS = 30 * 24 * 3600  # longer than the longest redelivery path (14-day DLQ)
 RECEIPT_SK = "RECEIPT"
@@ -74,5 +76,6 @@ class Receipt:
     def replay_for(self, request_hash: str) -> Receipt:
         """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""
         if request_hash != self.request_hash:
-            raise IdempotencyKeyReused(f"the {HEADER} '{self.key}' was already used for a different request")
+            # The detail never shows the key: a stored key may be a service's internal scope.
+            raise IdempotencyKeyReused(f"this {HEADER} was already used for a different request")
         return self

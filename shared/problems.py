@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, Field
 
-from shared import errors
+from shared import aws, errors
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 MAX_BODY_BYTES = 64 * 1024
@@ -32,6 +32,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[errors.DomainError], int, str, str, bool], ...]
     (errors.NotFound, 404, "not-found", "Not found", False),
     (errors.IllegalTransition, 409, "illegal-transition", "Command not allowed in the current state", False),
     (errors.BusinessRuleViolated, 409, "business-rule-violated", "Business rule violated", False),
+    (errors.LedgerMoved, 412, "ledger-moved", "The journey moved since the command was decided", False),
     (errors.MissingIdempotencyKey, 400, "idempotency-key-missing", "Idempotency-Key header required", False),
     (errors.IdempotencyKeyReused, 422, "idempotency-key-reused", "Idempotency-Key reused", False),
     (errors.StoreContention, 503, "contention", "Too much concurrent activity", True),
@@ -124,6 +125,16 @@ def install(app: APIGatewayRestResolver) -> None:
 
     @app.exception_handler(Exception)
     def _unexpected(error: Exception) -> Response[str]:
+        if aws.is_transient(error):
+            logger.warning("AWS call failed transiently", extra={"error": f"{type(error).__name__}: {error}"})
+            return problem(
+                503,
+                "dependency-unavailable",
+                "Dependency unavailable",
+                "a storage call failed after its retries (timeout, throttling or an AWS-side error); nothing was "
+                "left half done, and repeating the same request is safe",
+                retryable=True,
+            )
         logger.exception("unhandled error")
         return problem(500, "internal", "Internal error", "an unexpected error occurred", retryable=True)
 
@@ -229,6 +240,7 @@ def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
         404: "Not found.",
         405: "The path exists, but not for this method (see the Allow header).",
         409: "Not allowed in the current state.",
+        412: "The journey's ledger moved since the command was decided (Expected-Ledger-Seq); nothing was done.",
         413: "Body larger than 64 KiB.",
         415: "Body sent with a content type other than application/json.",
         422: "Invalid input, or an Idempotency-Key reused with a different body.",

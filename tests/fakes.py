@@ -205,8 +205,9 @@ class FakeSystem:
 
 def agent_key(journey_id: str, key: str, body: dict[str, Any]) -> AgentKey:
     """The AgentKey the API makes of an agent's Idempotency-Key on simulate."""
-    path = f"/journeys/{journey_id}/simulate"
-    return AgentKey(scope=f"POST {path} {key}", request_hash=fingerprint("POST", path, body))
+    return AgentKey(
+        scope=f"simulateLoan {journey_id} {key}", request_hash=fingerprint("simulateLoan", journey_id, body)
+    )
 
 
 def state_of(result: Result) -> str:

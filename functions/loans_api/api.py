@@ -12,11 +12,12 @@ from functions.loans_api.models import (
     AcceptanceRequest,
     DisbursementRequest,
     JourneyTruthResponse,
+    LedgerResponse,
     SimulationRequest,
 )
 from functions.loans_api.service import KeyedRequest, LoansService, Reply
 from shared import problems
-from shared.idempotency import HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, require_key
+from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, require_key
 from shared.loan_terms import ID_PATTERN
 
 PathId = Annotated[str, Path(pattern=ID_PATTERN)]
@@ -30,7 +31,18 @@ IdempotencyKey = Annotated[
         "answer (header Idempotent-Replayed: true); the same key with another body is 422.",
     ),
 ]
-_WRITE_ERRORS = problems.problem_responses(404, 409, 503)
+ExpectedSeq = Annotated[
+    int | None,
+    Header(
+        alias=EXPECTED_SEQ_HEADER,
+        ge=0,
+        description="Optional precondition: the ledger position (seq) the caller decided this command on. If "
+        "the journey's ledger has moved since, the command is refused with 412 (after the key's receipt is "
+        "checked: a repeat is still answered from it), so an abandoned attempt cannot commit after later "
+        "commands.",
+    ),
+]
+_WRITE_ERRORS = problems.problem_responses(404, 409, 412, 503)
 _CREATED = {
     201: problems.success("Committed, or replayed from the key's receipt (header Idempotent-Replayed)."),
     **_WRITE_ERRORS,
@@ -45,10 +57,10 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
     problems.install(app)
 
-    def keyed(key: str, body: BaseModel | None = None) -> KeyedRequest:
+    def keyed(key: str, expected_seq: int | None, body: BaseModel | None = None) -> KeyedRequest:
         event = app.current_event
         validated = None if body is None else body.model_dump()
-        return KeyedRequest(key=require_key(key), method=event.http_method, path=event.path, body=validated)
+        return KeyedRequest(require_key(key), event.http_method, event.path, validated, expected_seq)
 
     def reply(result: Reply) -> Response[str]:
         headers = {REPLAYED_HEADER: "true"} if result.replayed else {}
@@ -62,8 +74,10 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         description="In one transaction: the new simulation becomes ACTIVE, the previous one SUPERSEDED, and an "
         "ACTIVE acceptance (if any) CANCELLED. 409 once the journey is cancelled or disbursed.",
     )
-    def create_simulation(body: SimulationRequest, idempotency_key: IdempotencyKey) -> Response[str]:
-        request = keyed(idempotency_key, body)
+    def create_simulation(
+        body: SimulationRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
+    ) -> Response[str]:
+        request = keyed(idempotency_key, expected_seq, body)
         return reply(service.create_simulation(request, body.journeyId, body.amount, body.termMonths))
 
     @app.post(
@@ -73,8 +87,11 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         summary="Accept the journey's active simulation",
         description="409 unless `simulationId` is the ACTIVE simulation and no acceptance is ACTIVE.",
     )
-    def create_acceptance(body: AcceptanceRequest, idempotency_key: IdempotencyKey) -> Response[str]:
-        return reply(service.create_acceptance(keyed(idempotency_key, body), body.journeyId, body.simulationId))
+    def create_acceptance(
+        body: AcceptanceRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
+    ) -> Response[str]:
+        request = keyed(idempotency_key, expected_seq, body)
+        return reply(service.create_acceptance(request, body.journeyId, body.simulationId))
 
     @app.post(
         "/disbursements",
@@ -84,8 +101,11 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         description="409 unless `acceptanceId` is the ACTIVE acceptance; a second disbursement is refused by a "
         "domain condition, whatever key it carries.",
     )
-    def create_disbursement(body: DisbursementRequest, idempotency_key: IdempotencyKey) -> Response[str]:
-        return reply(service.create_disbursement(keyed(idempotency_key, body), body.journeyId, body.acceptanceId))
+    def create_disbursement(
+        body: DisbursementRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
+    ) -> Response[str]:
+        request = keyed(idempotency_key, expected_seq, body)
+        return reply(service.create_disbursement(request, body.journeyId, body.acceptanceId))
 
     @app.post(
         "/journeys/<journey_id>/cancel",
@@ -96,8 +116,27 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         "and the ACTIVE acceptance and simulation are CANCELLED. Every later write for the journey is 409. "
         "409 if the journey was disbursed or is already cancelled (a repeat with the same key replays instead).",
     )
-    def cancel_journey(journey_id: PathId, idempotency_key: IdempotencyKey) -> Response[str]:
-        return reply(service.cancel_journey(keyed(idempotency_key), journey_id))
+    def cancel_journey(
+        journey_id: PathId, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
+    ) -> Response[str]:
+        return reply(service.cancel_journey(keyed(idempotency_key, expected_seq), journey_id))
+
+    @app.get(
+        "/journeys/<journey_id>/ledger",
+        operation_id="getJourneyLedger",
+        summary="Where the journey stands: its ledger's newest event",
+        description="One read, whatever the journey's history: `seq`, `state` and `lastEvent`, the event whose "
+        "snapshot is the journey's state. Applying `lastEvent` brings any Control Record up to date. 404 while "
+        "the journey has had no command.",
+        responses={
+            200: {"description": "The ledger.", "content": {"application/json": {"model": LedgerResponse}}},
+            **problems.problem_responses(404),
+        },
+    )
+    def get_ledger(journey_id: PathId) -> Response[str]:
+        last = service.ledger(journey_id)
+        body = LedgerResponse(journeyId=journey_id, seq=last.seq, state=last.snapshot.state, lastEvent=last)
+        return Response(status_code=200, content_type="application/json", body=body.model_dump_json())
 
     @app.get(
         "/journeys/<journey_id>",

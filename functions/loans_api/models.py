@@ -33,3 +33,10 @@ class JourneyTruthResponse(Message):
     disbursement: dict[str, Any] | None
     events: list[dict[str, Any]]
     lastEvent: LoanEvent
+
+
+class LedgerResponse(Message):
+    journeyId: str
+    seq: int
+    state: LoanState
+    lastEvent: LoanEvent

@@ -16,10 +16,11 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.loans_api import domain
-from functions.loans_api.domain import Change
+from functions.loans_api.domain import Change, Ledger
 from functions.loans_api.store import CommitStatus, JourneyTruth, LoanStore
 from shared import metric_names as names
-from shared.errors import BusinessRuleViolated, DomainError, NotFound, StoreContention
+from shared.errors import BusinessRuleViolated, DomainError, LedgerMoved, NotFound, StoreContention
+from shared.events import LoanEvent
 from shared.idempotency import Receipt, fingerprint
 
 logger = Logger(child=True)
@@ -43,6 +44,9 @@ class KeyedRequest:
     method: str
     path: str
     body: Any
+    # A precondition, not part of the request: the caller's view of the ledger (None: no precondition).
+    # Not fingerprinted, so a repeat decided on a newer view is still the same request.
+    expected_seq: int | None = None
 
     @property
     def request_hash(self) -> str:
@@ -70,22 +74,28 @@ class LoansService:
 
     def create_simulation(self, request: KeyedRequest, journey_id: str, amount: Decimal, term_months: int) -> Reply:
         return self._execute(
-            request,
-            lambda now: domain.create_simulation(self._store.read_ledger(journey_id), amount, term_months, now),
+            request, journey_id, lambda ledger, now: domain.create_simulation(ledger, amount, term_months, now)
         )
 
     def create_acceptance(self, request: KeyedRequest, journey_id: str, simulation_id: str) -> Reply:
         return self._execute(
-            request, lambda now: domain.create_acceptance(self._store.read_ledger(journey_id), simulation_id, now)
+            request, journey_id, lambda ledger, now: domain.create_acceptance(ledger, simulation_id, now)
         )
 
     def create_disbursement(self, request: KeyedRequest, journey_id: str, acceptance_id: str) -> Reply:
         return self._execute(
-            request, lambda now: domain.create_disbursement(self._store.read_ledger(journey_id), acceptance_id, now)
+            request, journey_id, lambda ledger, now: domain.create_disbursement(ledger, acceptance_id, now)
         )
 
     def cancel_journey(self, request: KeyedRequest, journey_id: str) -> Reply:
-        return self._execute(request, lambda now: domain.cancel_journey(self._store.read_ledger(journey_id), now))
+        return self._execute(request, journey_id, domain.cancel_journey)
+
+    def ledger(self, journey_id: str) -> LoanEvent:
+        """The newest event of the journey's ledger: one read, whatever the journey's history."""
+        last = self._store.read_ledger(journey_id).last_event
+        if last is None:
+            raise NotFound(f"journey {journey_id} has no loan activity")
+        return last
 
     def journey(self, journey_id: str) -> JourneyTruth:
         truth = self._store.read_journey(journey_id)
@@ -95,14 +105,21 @@ class LoansService:
 
     # -- the envelope ----------------------------------------------------------------------------
 
-    def _execute(self, request: KeyedRequest, decide: Callable[[datetime], Change]) -> Reply:
-        """Decide and commit with the key's receipt in the same transaction. A receipt that already
-        exists answers instead (replay); a moved ledger means decide again (bounded)."""
+    def _execute(self, request: KeyedRequest, journey_id: str, decide: Callable[[Ledger, datetime], Change]) -> Reply:
+        """Decide on the journey's ledger and commit with the key's receipt in the same transaction. A
+        receipt that already exists answers instead (replay); a ledger that moved between the read and
+        the commit means read and decide again (bounded). A ledger that is not where the caller decided
+        the command (`expected_seq`) refuses it, after the replay check."""
         request_hash = request.request_hash
         for attempt in range(self._max_conflict_retries):
             now = self._clock()
             try:
-                change = decide(now)
+                ledger = self._store.read_ledger(journey_id)
+                if request.expected_seq is not None and ledger.seq != request.expected_seq:
+                    raise LedgerMoved(
+                        f"journey {journey_id} is at seq {ledger.seq}, not {request.expected_seq} as expected"
+                    )
+                change = decide(ledger, now)
             except DomainError as error:
                 # A replay of a command that is no longer legal must still get its recorded answer.
                 return self._replay_or_raise(request, request_hash, error)
@@ -112,6 +129,8 @@ class LoansService:
             outcome = self._store.commit(change, receipt, expires_at)
             if outcome.status is CommitStatus.COMMITTED:
                 self._metrics.add_metric(name=names.COMMANDS_COMMITTED, unit=MetricUnit.Count, value=1)
+                if change.event.type == "LoanDisbursed":
+                    self._metrics.add_metric(name=names.DISBURSEMENTS, unit=MetricUnit.Count, value=1)
                 if change.compensations:
                     self._metrics.add_metric(
                         name=names.COMPENSATIONS, unit=MetricUnit.Count, value=change.compensations

@@ -50,15 +50,15 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
     problems.install(app)
 
-    def agent_key(key: str | None, body: BaseModel) -> AgentKey | None:
-        """The agent's key, fingerprinted over the VALIDATED request: `10000`, `10000.0` and `1e4`
+    def agent_key(key: str | None, operation: str, body: BaseModel, journey_id: str = "") -> AgentKey | None:
+        """The agent's key, scoped by the operation and the journey (never by the raw path: `/x` and
+        `/x/` are one route), fingerprinted over the VALIDATED request: `10000`, `10000.0` and `1e4`
         are one amount, so a repeat spelled differently is still the same request."""
         if key is None:
             return None
-        event = app.current_event
         return AgentKey(
-            scope=f"{event.http_method} {event.path} {key}",
-            request_hash=fingerprint(event.http_method, event.path, body.model_dump()),
+            scope=f"{operation} {journey_id} {key}",
+            request_hash=fingerprint(operation, journey_id, body.model_dump()),
         )
 
     def respond(result: Result) -> Response[str]:
@@ -75,7 +75,7 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         tags=["journeys"],
     )
     def create_journey(body: CreateJourneyRequest, idempotency_key: AgentIdempotencyKey = None) -> Response[str]:
-        return respond(service.create(body.customerId, agent_key(idempotency_key, body)))
+        return respond(service.create(body.customerId, agent_key(idempotency_key, "createJourney", body)))
 
     @app.get(
         "/journeys/<journey_id>",
@@ -104,7 +104,7 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
     def simulate(
         journey_id: JourneyId, body: SimulateRequest, idempotency_key: AgentIdempotencyKey = None
     ) -> Response[str]:
-        key = agent_key(idempotency_key, body)
+        key = agent_key(idempotency_key, "simulateLoan", body, journey_id)
         return respond(service.simulate(journey_id, body.amount, body.termMonths, key))
 
     @app.post(

@@ -12,7 +12,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from shared.idempotency import HEADER, REPLAYED_HEADER
+from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, REPLAYED_HEADER
 
 
 @dataclass(frozen=True)
@@ -21,15 +21,18 @@ class LoansRequest:
     path: str
     body: dict[str, Any] | None = None
     idempotency_key: str | None = None
+    expected_seq: int | None = None  # the ledger position the command was decided on
 
 
 @dataclass(frozen=True)
 class LoansReply:
-    """A non-5xx answer from loans-api."""
+    """A non-5xx answer from loans-api. `replayed`: answered from the key's receipt; `retried`: not
+    the first attempt of this call (so an earlier attempt of ours may be what the receipt records)."""
 
     status: int
     body: dict[str, Any]
     replayed: bool = False
+    retried: bool = False
 
 
 class TransientLoansError(Exception):
@@ -83,6 +86,8 @@ class HttpLoansClient:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if request.idempotency_key is not None:
             headers[HEADER] = request.idempotency_key
+        if request.expected_seq is not None:
+            headers[EXPECTED_SEQ_HEADER] = str(request.expected_seq)
         if self._signer is not None:
             headers = self._signer.sign(request.method, url, body, headers)
         try:

@@ -1,9 +1,11 @@
 """The saga's commands to loans-api, typed. Each agent command is exactly ONE loans-api command
-(D13), retried under one key: it returns the event loans-api committed (or had committed: a replay
-carries the same event). 4xx answers become domain errors here."""
+(D13), retried under one key, and sent with the ledger position it was decided on (a precondition
+loans-api checks after the key's receipt: an attempt abandoned here cannot commit after later
+commands). 4xx answers become domain errors here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -11,54 +13,71 @@ from pydantic import ValidationError
 
 from functions.orchestrator import keys
 from functions.orchestrator.loans_client import LoansClient, LoansReply, LoansRequest
-from shared.errors import BusinessRuleViolated, IdempotencyKeyReused, UpstreamRejected
+from shared.errors import BusinessRuleViolated, IdempotencyKeyReused, LedgerMoved, UpstreamRejected
 from shared.events import LoanEvent
 
 # loans-api's problem type for a key sent with a different request (shared.problems).
 _KEY_REUSED_TYPE = "urn:loan-saga:problem:idempotency-key-reused"
 
 
+@dataclass(frozen=True)
+class Committed:
+    """What loans-api committed for a command. `replayed`: answered from the key's receipt, so the
+    event may be older than the ledger; `by_earlier_request`: the receipt was there before this
+    request's first attempt (the agent's own repeat, or a concurrent request), not made by an
+    attempt of ours whose reply was lost."""
+
+    event: LoanEvent
+    replayed: bool
+    by_earlier_request: bool
+
+
 class LoansGateway:
     def __init__(self, client: LoansClient) -> None:
         self._client = client
 
-    def create_simulation(self, journey_id: str, nonce: str, amount: Decimal, term_months: int) -> LoanEvent:
+    def create_simulation(
+        self, journey_id: str, nonce: str, amount: Decimal, term_months: int, expected_seq: int
+    ) -> Committed:
         """Price a loan; loans-api supersedes the active simulation and cancels an active acceptance
         in the same transaction."""
         # A JSON number: float's shortest repr of a 2-place amount up to 100000 is that amount exactly.
         body = {"journeyId": journey_id, "amount": float(amount), "termMonths": term_months}
-        return self._command("/simulations", body, keys.simulation(journey_id, nonce))
+        return self._command("/simulations", body, keys.simulation(journey_id, nonce), expected_seq)
 
-    def create_acceptance(self, journey_id: str, simulation_id: str) -> LoanEvent:
+    def create_acceptance(self, journey_id: str, simulation_id: str, expected_seq: int) -> Committed:
         body = {"journeyId": journey_id, "simulationId": simulation_id}
-        return self._command("/acceptances", body, keys.acceptance(journey_id, simulation_id))
+        return self._command("/acceptances", body, keys.acceptance(journey_id, simulation_id), expected_seq)
 
-    def create_disbursement(self, journey_id: str, acceptance_id: str) -> LoanEvent:
+    def create_disbursement(self, journey_id: str, acceptance_id: str, expected_seq: int) -> Committed:
         body = {"journeyId": journey_id, "acceptanceId": acceptance_id}
-        return self._command("/disbursements", body, keys.disbursement(journey_id))
+        return self._command("/disbursements", body, keys.disbursement(journey_id), expected_seq)
 
-    def cancel_journey(self, journey_id: str) -> LoanEvent:
+    def cancel_journey(self, journey_id: str, expected_seq: int) -> Committed:
         """Cancel the journey and whatever is active in it, in one transaction."""
-        return self._command(f"/journeys/{journey_id}/cancel", None, keys.cancellation(journey_id))
+        return self._command(f"/journeys/{journey_id}/cancel", None, keys.cancellation(journey_id), expected_seq)
 
     def latest_event(self, journey_id: str) -> LoanEvent | None:
         """The newest event of loans-api's ledger for the journey (applying it brings a Control
-        Record up to the truth), or None while the journey has had no command."""
-        reply = self._client.send(LoansRequest("GET", f"/journeys/{journey_id}"))
+        Record up to the truth), or None while the journey has had no command. One read."""
+        reply = self._client.send(LoansRequest("GET", f"/journeys/{journey_id}/ledger"))
         if reply.status == 404:
             return None
-        _require_success(reply, "GET /journeys")
-        return _event(reply, "GET /journeys", "lastEvent")
+        _require_success(reply, "GET /journeys/{id}/ledger")
+        return _event(reply, "GET /journeys/{id}/ledger", "lastEvent")
 
-    def _command(self, path: str, body: dict[str, Any] | None, key: str) -> LoanEvent:
-        reply = self._client.send(LoansRequest("POST", path, body, key))
+    def _command(self, path: str, body: dict[str, Any] | None, key: str, expected_seq: int) -> Committed:
+        reply = self._client.send(LoansRequest("POST", path, body, key, expected_seq))
         if reply.status == 409:
             raise BusinessRuleViolated(str(reply.body.get("detail", "loans-api refused the command")))
+        if reply.status == 412:
+            raise LedgerMoved(str(reply.body.get("detail", "the journey moved")))
         if reply.status == 422 and reply.body.get("type") == _KEY_REUSED_TYPE:
             # Never echo the downstream key: it is ours, not the agent's.
             raise IdempotencyKeyReused("this Idempotency-Key was already used for a different request")
         _require_success(reply, f"POST {path}")
-        return _event(reply, f"POST {path}", "event")
+        event = _event(reply, f"POST {path}", "event")
+        return Committed(event, reply.replayed, by_earlier_request=reply.replayed and not reply.retried)
 
 
 def _event(reply: LoansReply, what: str, field: str) -> LoanEvent:

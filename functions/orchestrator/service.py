@@ -16,14 +16,13 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.orchestrator import keys
-from functions.orchestrator.loans_gateway import LoansGateway
+from functions.orchestrator.loans_gateway import Committed, LoansGateway
 from functions.orchestrator.views import actions, render_json
 from shared import metric_names as names
 from shared import state_machine
 from shared.applier import EventApplier
 from shared.control_record import ControlRecord, new_control_record
-from shared.errors import BusinessRuleViolated, IllegalTransition, JourneyNotFound
-from shared.events import LoanEvent
+from shared.errors import BusinessRuleViolated, IllegalTransition, JourneyNotFound, LedgerMoved, StoreContention
 from shared.idempotency import Receipt
 from shared.state_machine import Command
 
@@ -53,8 +52,11 @@ class Result:
     replayed: bool = False
 
 
-# Sends one loans-api command decided on `record`; returns the event it committed (or had committed).
-Send = Callable[[ControlRecord], LoanEvent]
+# Sends one loans-api command decided on `record`; returns what it committed (or had committed).
+Send = Callable[[ControlRecord], Committed]
+# A command is decided at most this often in one request (each time on a record caught up with a ledger
+# that moved): beyond that the journey is too busy, and the agent is told to retry.
+MAX_DECISIONS = 3
 
 
 class JourneyService:
@@ -106,67 +108,91 @@ class JourneyService:
         return self._run(
             journey_id,
             "simulate",
-            lambda _: self._loans.create_simulation(journey_id, nonce, amount, term_months),
+            lambda record: self._loans.create_simulation(journey_id, nonce, amount, term_months, record.lastAppliedSeq),
             gate=agent_key is None,
+            redecide=True,
         )
 
     def accept(self, journey_id: str) -> Result:
-        def send(record: ControlRecord) -> LoanEvent:
+        """Accepts the quote the record shows. If the journey moved since (another quote, a cancel), it
+        is not re-decided: the agent is told what stands, and accepts again if it wants the new quote."""
+
+        def send(record: ControlRecord) -> Committed:
             if record.simulation is None:  # a simulated record always holds its simulation
                 raise IllegalTransition(f"journey {journey_id} has no simulation to accept", actions(record))
-            return self._loans.create_acceptance(journey_id, record.simulation.simulationId)
+            return self._loans.create_acceptance(journey_id, record.simulation.simulationId, record.lastAppliedSeq)
 
         return self._run(journey_id, "accept", send)
 
     def disburse(self, journey_id: str) -> Result:
-        def send(record: ControlRecord) -> LoanEvent:
+        def send(record: ControlRecord) -> Committed:
             if record.acceptance is None:  # an accepted record always holds its acceptance
                 raise IllegalTransition(f"journey {journey_id} has no acceptance to disburse", actions(record))
-            return self._loans.create_disbursement(journey_id, record.acceptance.acceptanceId)
+            return self._loans.create_disbursement(journey_id, record.acceptance.acceptanceId, record.lastAppliedSeq)
 
-        result = self._run(journey_id, "disburse", send)
-        if not result.replayed:
-            self._metrics.add_metric(name=names.DISBURSEMENTS, unit=MetricUnit.Count, value=1)
-        return result
+        return self._run(journey_id, "disburse", send)
 
     def cancel(self, journey_id: str) -> Result:
         """loans-api cancels the journey and whatever is active in it, in one transaction; every
         caller uses the journey's one cancel key, so concurrent and repeated cancels are one effect."""
-        return self._run(journey_id, "cancel", lambda _: self._loans.cancel_journey(journey_id))
+        return self._run(
+            journey_id,
+            "cancel",
+            lambda record: self._loans.cancel_journey(journey_id, record.lastAppliedSeq),
+            redecide=True,
+        )
 
     # -- the one shape of every loans-backed command -------------------------------------------
 
-    def _run(self, journey_id: str, command: Command, send: Send, gate: bool = True) -> Result:
-        started = self._clock()
+    def _run(self, journey_id: str, command: Command, send: Send, gate: bool = True, redecide: bool = False) -> Result:
+        """Send the command decided on the record; apply what loans-api committed. Each attempt carries
+        the ledger position it was decided on: if the ledger moved, nothing was committed; the record
+        catches up, and a command whose meaning does not depend on what moved (`redecide`: simulate,
+        cancel) is decided again on the fresh record, under the same key."""
         record = self.get(journey_id)
         if gate:
             record = self._gate(record, command)
             if state_machine.is_settled(record.currentState, command):
                 return self._answer(record, replayed=True)
-        try:
-            event = send(record)
-        except BusinessRuleViolated as error:
-            # loans-api's ledger refused it: the journey moved (another command, a late commit, a
-            # record behind the truth). Catch up and say what is legal now.
-            record = self._catch_up(record)
-            if state_machine.is_settled(record.currentState, command):
-                return self._answer(record, replayed=True)
-            raise IllegalTransition(error.detail, actions(record)) from error
-        decision = self._applier.apply(event, current=record)
-        # The event was committed before this request began: an earlier request's effect, replayed.
-        replayed = event.occurredAt < started
-        logger.info(
-            "event applied by reply",
-            extra={
-                "journey_id": journey_id,
-                "command": command,
-                "event_type": event.type,
-                "seq": event.seq,
-                "outcome": decision.outcome.value,
-                "replayed": replayed,
-            },
-        )
-        return self._answer(decision.record, replayed)
+        for _ in range(MAX_DECISIONS):
+            try:
+                committed = send(record)
+            except (LedgerMoved, BusinessRuleViolated) as error:
+                # loans-api's ledger refused it: the journey moved (another command, a late commit, a
+                # record behind the truth). Catch up; then decide again, or say what is legal now.
+                record = self._catch_up(record)
+                if state_machine.is_settled(record.currentState, command):
+                    return self._answer(record, replayed=True)
+                if (
+                    isinstance(error, LedgerMoved)
+                    and redecide
+                    and state_machine.is_allowed(record.currentState, command)
+                ):
+                    continue
+                raise IllegalTransition(_refusal(error, command, record), actions(record)) from error
+            record = self._applier.apply(committed.event, current=record).record
+            if committed.replayed:
+                # A receipt answers with the event it recorded, which may be older than the ledger
+                # (the acceptance it recorded may have been cancelled since): answer with the truth.
+                record = self._catch_up(record)
+                if command in state_machine.SETTLED_BY and not state_machine.is_settled(record.currentState, command):
+                    raise IllegalTransition(
+                        f"this '{command}' was done earlier and has been undone since (the journey is "
+                        f"{record.currentState} now); availableActions lists what is legal now",
+                        actions(record),
+                    )
+            logger.info(
+                "event applied by reply",
+                extra={
+                    "journey_id": journey_id,
+                    "command": command,
+                    "event_type": committed.event.type,
+                    "seq": committed.event.seq,
+                    "replayed": committed.replayed,
+                },
+            )
+            return self._answer(record, committed.by_earlier_request)
+        raise StoreContention(f"journey {journey_id} kept changing while '{command}' was decided; retrying is safe")
 
     def _gate(self, record: ControlRecord, command: Command) -> ControlRecord:
         """The record to decide `command` on. A terminal record is final (its state came from the
@@ -206,3 +232,12 @@ class JourneyService:
 
     def _count_replay(self) -> None:
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
+
+
+def _refusal(error: LedgerMoved | BusinessRuleViolated, command: Command, record: ControlRecord) -> str:
+    if isinstance(error, BusinessRuleViolated):
+        return error.detail
+    return (
+        f"the journey changed since '{command}' was decided: it is {record.currentState} now, and nothing was done; "
+        "availableActions lists what is legal now (read the journey to see what changed)"
+    )

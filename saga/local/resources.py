@@ -67,7 +67,12 @@ def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
 
 
 def _create_table(dynamodb: Any, spec: TableSpec) -> str:
-    description = dynamodb.create_table(**table_definition(spec, spec.local_name))["TableDescription"]
+    try:
+        description = dynamodb.create_table(**table_definition(spec, spec.local_name))["TableDescription"]
+    except dynamodb.exceptions.ResourceInUseException:
+        # botocore retried a CreateTable whose first attempt timed out after creating the table (a
+        # loaded machine): the table is ours, made by that first attempt.
+        description = dynamodb.describe_table(TableName=spec.local_name)["Table"]
     dynamodb.update_time_to_live(
         TableName=spec.local_name,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},

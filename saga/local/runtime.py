@@ -15,6 +15,7 @@ from aws_lambda_powertools import Logger, Metrics
 
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
+from functions.loans_api.settings import FUNCTION_TIMEOUT_SECONDS as LOANS_FUNCTION_TIMEOUT_SECONDS
 from functions.loans_api.settings import LoansSettings
 from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from functions.orchestrator.settings import OrchestratorSettings
@@ -100,7 +101,13 @@ class LocalRuntime:
         loans_settings = LoansSettings(
             region=c.region, aws_endpoint_url=endpoint, loans_table_name=resources.loans_table
         )
-        loans = ContainerPool("loans-api", "functions.loans_api.bootstrap:build", loans_settings, c.max_containers)
+        loans = ContainerPool(
+            "loans-api",
+            "functions.loans_api.bootstrap:build",
+            loans_settings,
+            c.max_containers,
+            function_timeout=LOANS_FUNCTION_TIMEOUT_SECONDS,
+        )
         self._pools.append(loans)
         loans_server = ApiServer("loans-api", loans, c.host, c.loans_port, health=self.health).start()
         self._servers.append(loans_server)

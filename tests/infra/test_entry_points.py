@@ -247,6 +247,8 @@ def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
         direct = urllib3.request("POST", f"{loans_url}/simulations", json={"journeyId": unseen, **terms},
                                  headers={"Idempotency-Key": f"direct-{unseen}"})  # fmt: skip
         statuses.append(("POST loans-api /simulations", direct.status))
+        history = urllib3.request("GET", f"{loans_url}/journeys/{walked}")  # the whole truth, as operators read it
+        statuses.append(("GET loans-api /journeys/{id}", history.status))
 
         # And the schedule runs the sweeper, the stream feeds the relay, the queue feeds the consumer
         containers["Sweeper"] = sweeper = deployment.start("Sweeper", overrides=SWEEPER_OVERRIDES)

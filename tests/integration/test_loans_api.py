@@ -288,3 +288,30 @@ def test_a_transaction_retried_with_its_token_succeeds_again(dynamodb, resources
     # And without the token its condition fails, as it should
     with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
         dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-2")
+
+
+def test_a_command_decided_on_another_ledger_position_is_412_after_the_replay_check(loans_api, dynamodb, resources):
+    # Given a journey at seq 1
+    first = simulate(loans_api, "k1")
+    before = scan(dynamodb, resources.loans_table)
+    body = {"journeyId": JOURNEY, "amount": 9000, "termMonths": 12}
+    # When a new command says it was decided at seq 0
+    moved = loans_api.post("/simulations", body, key="k2", headers={"Expected-Ledger-Seq": "0"})
+    # Then it is refused with 412 and nothing is written
+    assert moved.status == 412
+    assert json_of(moved)["type"].endswith("ledger-moved")
+    assert scan(dynamodb, resources.loans_table) == before
+    # But a repeat of k1 decided at seq 0 is still answered from its receipt (the precondition is not the request)
+    raw = json.dumps({"journeyId": JOURNEY, "amount": 10000, "termMonths": 36}).encode()
+    replay = loans_api.post("/simulations", raw=raw, key="k1", headers={"Expected-Ledger-Seq": "0"})
+    assert (replay.status, replay.body) == (201, first.body)
+    # And decided at the right position it commits
+    assert loans_api.post("/simulations", body, key="k2", headers={"Expected-Ledger-Seq": "1"}).status == 201
+
+
+def test_the_ledger_route_answers_where_the_journey_stands_in_one_read(loans_api):
+    assert loans_api.get(f"/journeys/{JOURNEY}/ledger").status == 404
+    _, acceptance = accepted_journey(loans_api)
+    ledger = json_of(loans_api.get(f"/journeys/{JOURNEY}/ledger"))
+    assert (ledger["seq"], ledger["state"]) == (2, "accepted")
+    assert ledger["lastEvent"]["snapshot"]["acceptance"]["acceptanceId"] == acceptance["acceptanceId"]

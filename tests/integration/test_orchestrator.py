@@ -211,11 +211,11 @@ def test_a_cancel_between_a_simulates_attempts_wins_over_http(orchestrator, loan
     # When the simulate goes on, and then its abandoned attempt reaches loans-api
     response = simulate(orchestrator, journey)
     late = loans_http.deliver_held()
-    # Then the cancel answered 200, the simulate 409 with nothing legal, and the late attempt 409
+    # Then the cancel answered 200, the simulate 409 with nothing legal, and the late attempt 412
     assert cancelled == [200]
     assert response.status == 409
     assert json_of(response)["availableActions"] == []
-    assert [reply.status for reply in late] == [409]
+    assert [reply.status for reply in late] == [412]
     facts = truth(loans_http, jid)
     assert facts["state"] == "cancelled"
     assert facts["simulations"] == []
@@ -410,3 +410,28 @@ def test_cancel_compensates_what_loans_api_committed_even_if_the_record_never_he
     assert record["currentState"] == facts["state"] == "cancelled"
     assert {s["status"] for s in facts["simulations"]} == {"CANCELLED"}
     assert record["lastAppliedSeq"] == facts["seq"]
+
+
+def test_an_agent_key_is_scoped_by_the_operation_not_the_spelling_of_the_path(orchestrator, loans_http):
+    # Given a quote made with key K, then accepted
+    journey = new_journey(orchestrator)
+    jid = journey["journeyId"]
+    assert simulate(orchestrator, journey, key="K").status == 200
+    command(orchestrator, journey, "accept")
+    # When K is repeated on the same route spelled with a trailing slash
+    again = orchestrator.post(f"/journeys/{jid}/simulate/", {"amount": 10000, "termMonths": 36}, key="K")
+    # Then it is the same request: a replay, the acceptance stands
+    assert (again.status, again.headers.get("Idempotent-Replayed")) == (200, "true")
+    assert [a["status"] for a in truth(loans_http, jid)["acceptances"]] == ["ACTIVE"]
+    # And the same holds for createJourney
+    first = orchestrator.post("/journeys", {"customerId": "c-1"}, key="create-K")
+    second = orchestrator.post("/journeys/", {"customerId": "c-1"}, key="create-K")
+    assert json_of(first)["journeyId"] == json_of(second)["journeyId"]
+
+
+def test_a_reused_key_problem_shows_neither_the_key_nor_an_internal_scope(orchestrator):
+    orchestrator.post("/journeys", {"customerId": "c-1"}, key="secret-key-1")
+    reused = orchestrator.post("/journeys", {"customerId": "c-2"}, key="secret-key-1")
+    assert reused.status == 422
+    assert "secret-key-1" not in json_of(reused)["detail"]
+    assert "createJourney" not in json_of(reused)["detail"]

@@ -14,6 +14,7 @@ import pytest
 from functions.orchestrator.deadline import DeadlineReached
 from shared.errors import IdempotencyKeyReused, IllegalTransition, UpstreamUnavailable
 from tests.fakes import FakeSystem, agent_key, state_of
+from tests.support import ApiClient
 
 TERMS = {"amount": 10000, "termMonths": 36}
 
@@ -42,8 +43,8 @@ def test_a_cancel_between_two_attempts_of_a_simulate_wins_and_the_late_attempt_i
     system.assert_invariants(journey)
     # When the abandoned first attempt finally reaches loans-api
     [late] = system.wire.deliver_held()
-    # Then the ledger refuses it: nothing ACTIVE behind the cancelled journey
-    assert late.status == 409
+    # Then the ledger refuses it (it was decided on a ledger that has moved): nothing ACTIVE
+    assert late.status == 412
     assert system.loans_store.statuses(journey, "SIMULATION#") == []
     system.assert_invariants(journey)
     system.assert_converged(journey)
@@ -58,8 +59,8 @@ def test_a_simulate_that_commits_after_the_agent_cancelled_is_refused(system):
     # When the agent cancels, and then all five attempts reach loans-api late
     assert state_of(system.service.cancel(journey)) == "cancelled"
     late = system.wire.deliver_held()
-    # Then every late attempt is refused and nothing is ACTIVE
-    assert [reply.status for reply in late] == [409] * 5
+    # Then every late attempt is refused (decided on a ledger that has moved) and nothing is ACTIVE
+    assert [reply.status for reply in late] == [412] * 5
     assert system.loans_store.statuses(journey, "SIMULATION#") == []
     system.assert_invariants(journey)
     system.assert_converged(journey)
@@ -258,3 +259,84 @@ def test_a_deadline_that_cannot_fit_an_attempt_sends_nothing(system):
     with pytest.raises(DeadlineReached):
         simulate(system, journey)
     assert system.wire.calls == []
+
+
+# -- found by an adversarial review ----------------------------------------------------------------
+
+
+def test_a_simulate_abandoned_with_503_cannot_commit_after_the_agents_next_commands(system):
+    # Given a simulate whose every attempt is held back (the agent got 503)
+    journey = system.new_journey()
+    system.wire.faults = ["hold"] * 5
+    with pytest.raises(UpstreamUnavailable):
+        simulate(system, journey, 11111)
+    # And the agent re-simulates another amount and accepts it
+    simulate(system, journey, 22222)
+    accepted = json.loads(system.service.accept(journey).body)
+    # When the abandoned attempts finally reach loans-api
+    late = system.wire.deliver_held()
+    # Then each is refused (decided on a ledger that has moved): the acceptance of 22222 stands
+    assert [reply.status for reply in late] == [412] * 5
+    assert system.loans_store.statuses(journey, "ACCEPTANCE#") == ["ACTIVE"]
+    assert system.truth(journey).snapshot.simulation.amount == Decimal(22222)
+    assert system.record(journey).acceptance.acceptanceId == accepted["acceptance"]["acceptanceId"]
+    system.assert_converged(journey)
+
+
+def test_an_accept_answered_from_a_receipt_whose_acceptance_was_undone_is_not_a_success(system):
+    # Given an accept with every reply lost, then a re-simulate the record never heard of (committed at
+    # loans-api while the orchestrator's own writes failed), and road 2 not there yet
+    journey = system.new_journey()
+    simulate(system, journey)
+    system.wire.persistent_fault = "lose"
+    with pytest.raises(UpstreamUnavailable):
+        system.service.accept(journey)
+    system.wire.persistent_fault = None
+    behind_the_records_back = ApiClient(system.wire.handler)
+    body = {"journeyId": journey, "amount": 20000, "termMonths": 36}
+    assert behind_the_records_back.post("/simulations", body, key="elsewhere").status == 201
+    # When the agent repeats accept: loans-api answers it from the receipt of the first accept
+    with pytest.raises(IllegalTransition) as refused:
+        system.service.accept(journey)
+    # Then the agent is told it was undone, with what is legal now, and the record shows the truth
+    assert "undone" in refused.value.detail
+    assert "accept" in [action["name"] for action in refused.value.available_actions]
+    record = system.record(journey)
+    assert (record.currentState, record.simulation.amount) == ("simulated", Decimal(20000))
+    # And accepting again accepts the current quote
+    assert state_of(system.service.accept(journey)) == "accepted"
+    system.assert_converged(journey)
+
+
+def test_a_command_decided_on_a_moved_ledger_is_decided_again_under_the_same_key(system):
+    # Given a record behind the truth: a simulate committed with every reply lost
+    journey = system.new_journey()
+    system.wire.persistent_fault = "lose"
+    with pytest.raises(UpstreamUnavailable):
+        simulate(system, journey, 10000)
+    system.wire.persistent_fault = None
+    system.wire.calls.clear()
+    # When the agent simulates again
+    record = json.loads(simulate(system, journey, 12000).body)
+    # Then loans-api refused the first decision (412), the record caught up with one ledger read, and the
+    # simulate was decided again on it: two quotes in all, the newest active
+    assert [path for _, path in system.wire.calls] == [
+        "/simulations",
+        f"/journeys/{journey}/ledger",
+        "/simulations",
+    ]
+    assert record["simulation"]["amount"] == "12000.00"
+    assert sorted(system.loans_store.statuses(journey, "SIMULATION#")) == ["ACTIVE", "SUPERSEDED"]
+    system.assert_converged(journey)
+
+
+def test_concurrent_disburses_one_is_the_effect_the_other_a_replay(system):
+    journey = system.new_journey()
+    simulate(system, journey)
+    system.service.accept(journey)
+    inner = []
+    system.wire.faults = [lambda: inner.append(system.service.disburse(journey))]
+    outer = system.service.disburse(journey)
+    assert [state_of(r) for r in (*inner, outer)] == ["disbursed", "disbursed"]
+    assert (inner[0].replayed, outer.replayed) == (False, True)
+    assert system.loans_store.statuses(journey, "DISBURSEMENT") == ["DISBURSED"]
