@@ -330,3 +330,18 @@ def test_provisioning_survives_a_create_table_retried_after_its_reply_was_lost(f
     assert again == first
     sns = client(first, "sns")
     assert len(sns.list_subscriptions_by_topic(TopicArn=first.topic_arn)["Subscriptions"]) == 1
+
+
+def test_a_journey_creation_cancelled_by_a_conflict_is_a_503_the_agent_may_retry(faults, orchestrator: ApiClient):
+    # Given DynamoDB cancels the orchestrator's creation transaction once with TransactionConflict
+    # (found by the soak: it was an unhandled error, a 500 "internal")
+    faults.add(FaultRule("dynamodb", "TransactWriteItems", "TransactionConflict", match='"journeys"', limit=1))
+    # When an agent creates a journey with its key, Then a 503 `contention` it may retry
+    response = orchestrator.post("/journeys", {"customerId": "c-1"}, key="agent-1")
+    problem = json.loads(response.body)
+    assert (response.status, problem["type"].rsplit(":", 1)[-1], problem["retryable"]) == (503, "contention", True)
+    # And the retry with the same key creates the journey, once
+    created = orchestrator.post("/journeys", {"customerId": "c-1"}, key="agent-1")
+    again = orchestrator.post("/journeys", {"customerId": "c-1"}, key="agent-1")
+    assert created.status == 201
+    assert json.loads(again.body)["journeyId"] == json.loads(created.body)["journeyId"]
