@@ -10,7 +10,7 @@ DEV_LOCK := requirements/dev.txt
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | sha1sum | cut -c1-12)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install lock run test lint typecheck unit integration e2e chaos synth bench clean
+.PHONY: install lock run test lint typecheck unit integration e2e chaos soak synth bench clean
 
 $(STAMP): pyproject.toml $(DEV_LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,13 @@ e2e: install
 
 chaos: install ## faults at real boundaries (also part of `make test`)
 	$(BIN)/pytest -s tests/chaos
+
+# N journeys (default 1,000) by M agents (default 16) on shared journeys, every fault at once; the
+# ledger is printed and appended to docs/RELIABILITY.md. `make test` runs the same soak with 100.
+N ?= 1000
+M ?= 16
+soak: install ## the soak: N journeys, M conflicting agents, lost replies, AWS faults, crashes (<= 15 min)
+	SOAK_JOURNEYS=$(N) SOAK_AGENTS=$(M) SOAK_LEDGER_FILE=docs/RELIABILITY.md $(BIN)/pytest -s -p no:cacheprovider tests/chaos/test_soak.py
 
 clean:
 	rm -rf $(VENV) cdk.out .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -63,6 +63,16 @@ def _parser() -> argparse.ArgumentParser:
         help="leave a poller off (repeatable): without the consumer, road 2 stops at the queue",
     )
     local.add_argument(
+        "--aws-faults",
+        action="append",
+        default=[],
+        metavar="SERVICE:OPERATION:KIND[@RATE],...",
+        help="AWS errors the local endpoint answers (repeatable), e.g. "
+        "dynamodb:TransactWriteItems:TransactionConflict@0.02,sns:PublishBatch:Throttled@0.05 (OPERATION may be *; "
+        "kinds: see saga/local/aws_faults.py); changed at run time through the endpoint's /_saga/faults",
+    )
+    local.add_argument("--aws-faults-seed", type=int, default=None, help="seed of the AWS faults' random draws")
+    local.add_argument(
         "--state-file", default=None, help="where to record the URLs (default: .saga/local.json, or $SAGA_STATE_FILE)"
     )
 
@@ -162,6 +172,7 @@ def _run_local(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
     from saga import local_state
+    from saga.local.aws_faults import FaultRule
     from saga.local.runtime import LocalRuntime, RuntimeConfig
 
     Logger(service="saga-local", level=args.log_level.upper())  # the parent of every function's logger
@@ -174,6 +185,11 @@ def _run_local(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     started = time.monotonic()
+    try:
+        faults = tuple(FaultRule.parse(spec) for flag in args.aws_faults for spec in flag.split(",") if spec.strip())
+    except ValueError as error:
+        print(f"saga local: --aws-faults: {error}", file=sys.stderr)
+        return 2
     config = RuntimeConfig(
         host=args.host,
         port=args.port,
@@ -182,6 +198,8 @@ def _run_local(args: argparse.Namespace) -> int:
         loans_api_url=args.loans_api_url,
         sweep_threshold_seconds=args.sweep_threshold,
         disabled=frozenset(args.disable),
+        aws_faults=faults,
+        aws_fault_seed=args.aws_faults_seed,
     )
     runtime = LocalRuntime(config)
     state_file = Path(args.state_file) if args.state_file else local_state.path()
@@ -194,6 +212,8 @@ def _run_local(args: argparse.Namespace) -> int:
         print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
         if args.loans_api_url:
             print(f"orchestrator -> loans-api via {args.loans_api_url}")
+        if faults:
+            print(f"AWS faults        {len(faults)} rule(s); {urls['aws']}/_saga/faults lists what was injected")
         running = [name for name in ("relay", "consumer", "sweeper") if name not in args.disable]
         print(f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(args.disable) or 'nothing'}")
         print(f"where it listens: {state_file} (the other saga commands read it)")

@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
+from shared.errors import StoreContention
 from shared.idempotency import Receipt, receipt_key
 
 
@@ -33,7 +34,7 @@ class DynamoJourneyStore(DynamoControlRecordStore):
             }
         }
         if receipt is None:
-            self._client.transact_write_items(TransactItems=[put_record])
+            self._transact([put_record])
             return None
         put_receipt = {
             "Put": {
@@ -44,15 +45,26 @@ class DynamoJourneyStore(DynamoControlRecordStore):
             }
         }
         try:
-            self._client.transact_write_items(TransactItems=[put_receipt, put_record])
+            self._transact([put_receipt, put_record])
         except ClientError as error:
-            if error_code(error) != "TransactionCanceledException":
-                raise
             reason = (cancellation_reasons(error) or [{}])[0]
             if reason.get("Code") != "ConditionalCheckFailed":
                 raise
             return _receipt_from(reason["Item"]) if "Item" in reason else self.get_receipt(receipt.key)
         return None
+
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        """One TransactWriteItems. DynamoDB cancels it with TransactionConflict when another transaction
+        holds one of its items (botocore does not retry that): the agent may retry, a 503 says so."""
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as error:
+            if error_code(error) != "TransactionCanceledException":
+                raise
+            codes = {reason.get("Code") for reason in cancellation_reasons(error)}
+            if "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes:
+                raise StoreContention("another transaction held the journey's items; retrying is safe") from error
+            raise
 
     def get_receipt(self, key: str) -> Receipt | None:
         response = self._client.get_item(TableName=self._table, Key=to_item(receipt_key(key)), ConsistentRead=True)

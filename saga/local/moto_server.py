@@ -3,7 +3,8 @@
 moto's backends are not transactional under concurrent requests (a TransactWriteItems checks and
 writes item by item, and rolls back by restoring a copy of the whole table), so every request is
 served under one lock, and transactions are made all-or-nothing (moto_transactions): the endpoint
-then behaves like DynamoDB's serializable transactions."""
+then behaves like DynamoDB's serializable transactions. In front of it, an AwsFaultInjector answers
+chosen calls with the errors real AWS gives and moto never does (aws_faults)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from saga.local import moto_transactions
+from saga.local.aws_faults import AwsFaultInjector, FaultRule
 
 
 class _Serialized:
@@ -36,10 +38,17 @@ class _QuietHandler(MotoRequestHandler):
 class MotoServer:
     """A moto server on host:port (port 0 picks a free one), served by a daemon thread."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        faults: tuple[FaultRule, ...] = (),
+        fault_seed: int | None = None,
+    ) -> None:
         moto_transactions.install()
         self._host = host
-        app = _Serialized(DomainDispatcherApplication(create_backend_app))
+        self.faults = AwsFaultInjector(_Serialized(DomainDispatcherApplication(create_backend_app)), faults, fault_seed)
+        app = self.faults
         self._server: BaseWSGIServer = make_server(host, port, app, threaded=True, request_handler=_QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
 

@@ -67,16 +67,18 @@ def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
 
 
 def _create_table(dynamodb: Any, spec: TableSpec) -> str:
+    """Create the table, or use it if it exists: botocore retries a CreateTable whose reply was lost
+    (a read timeout), and the retry finds the table its first attempt created."""
     try:
         description = dynamodb.create_table(**table_definition(spec, spec.local_name))["TableDescription"]
     except dynamodb.exceptions.ResourceInUseException:
-        # botocore retried a CreateTable whose first attempt timed out after creating the table (a
-        # loaded machine): the table is ours, made by that first attempt.
         description = dynamodb.describe_table(TableName=spec.local_name)["Table"]
-    dynamodb.update_time_to_live(
-        TableName=spec.local_name,
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},
-    )
+    ttl = dynamodb.describe_time_to_live(TableName=spec.local_name)["TimeToLiveDescription"]
+    if ttl.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+        dynamodb.update_time_to_live(
+            TableName=spec.local_name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},
+        )
     return str(description.get("LatestStreamArn", ""))
 
 
@@ -107,12 +109,10 @@ def provision(endpoint_url: str, region: str = "us-east-1") -> LocalResources:
     queue_url = _create_queue(sqs, EVENTS_QUEUE, _queue_arn(sqs, dlq_url))
     relay_failures_url = _create_queue(sqs, RELAY_FAILURES_QUEUE)
     topic_arn = str(sns.create_topic(Name=EVENTS_TOPIC_LOCAL_NAME)["TopicArn"])
-    sns.subscribe(
-        TopicArn=topic_arn,
-        Protocol="sqs",
-        Endpoint=_queue_arn(sqs, queue_url),
-        Attributes={"RawMessageDelivery": "true"},
-    )
+    queue_arn = _queue_arn(sqs, queue_url)
+    subscribed = sns.list_subscriptions_by_topic(TopicArn=topic_arn)["Subscriptions"]
+    if not any(s["Endpoint"] == queue_arn for s in subscribed):  # one delivery per event, however often run
+        sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
     return LocalResources(
         endpoint_url=endpoint_url,
         region=region,

@@ -22,6 +22,7 @@ from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import EventPublisher
 from functions.relay.settings import RelaySettings
+from saga.local.aws_faults import AwsFaultInjector, FaultRule
 from saga.local.containers import ContainerPool
 from saga.local.http_server import ApiServer, ProxyHandler
 from saga.local.moto_server import MotoServer
@@ -55,6 +56,10 @@ class RuntimeConfig:
     # Pollers left off ("relay", "consumer", "sweeper"): e.g. without the consumer, road 2 stops at
     # the queue, so a write straight to loans-api leaves its journey out of sync for the audit to find.
     disabled: frozenset[str] = frozenset()
+    # AWS-side faults (saga.local.aws_faults): the local endpoint answers a fraction of chosen calls with
+    # real AWS errors. They start once the resources exist; the control API changes them at run time.
+    aws_faults: tuple[FaultRule, ...] = ()
+    aws_fault_seed: int | None = None
 
 
 def _flush(metrics: Metrics) -> None:
@@ -89,7 +94,7 @@ class LocalRuntime:
 
     def start(self) -> LocalRuntime:
         c = self.config
-        self._moto = MotoServer(c.host, c.aws_port).start()
+        self._moto = MotoServer(c.host, c.aws_port, fault_seed=c.aws_fault_seed).start()
         self._moto.reset()  # a fresh start: moto's state is per process, not per server
         resources = self.resources = provision(self._moto.url, c.region)
         endpoint = resources.endpoint_url
@@ -131,6 +136,8 @@ class LocalRuntime:
             thread.start()
         for thread in warming:
             thread.join()
+        for rule in c.aws_faults:
+            self._moto.faults.add(rule)
         self._start_pollers(resources, metrics)
         self._ready.set()
         return self
@@ -221,6 +228,10 @@ class LocalRuntime:
         except Exception:
             return False
         return True
+
+    @property
+    def aws_faults(self) -> AwsFaultInjector | None:
+        return None if self._moto is None else self._moto.faults
 
     @property
     def urls(self) -> dict[str, str]:

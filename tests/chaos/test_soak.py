@@ -1,0 +1,435 @@
+"""The soak: N journeys (SOAK_JOURNEYS, 100 in `make test`, 1,000 in `make soak`) driven by M agents
+(SOAK_AGENTS, 16) that act on the SAME journeys at the same moment, with every fault at once: 20 % of
+loans-api replies cut by the fault proxy after the commit, AWS faults at a few per cent on every
+service (saga/local/aws_faults.py), the relay dying between publish and mark and the consumer dying
+mid-batch now and then (as chaos 5/6). After the drain, every journey is checked against loans-api,
+and the ledger of figures is printed (and appended to SOAK_LEDGER_FILE when set: `make soak`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import urllib3
+
+from saga.faultproxy import FaultProxyServer, ToxiproxyClient
+from saga.local.aws_faults import FaultRule
+from saga.local.runtime import LocalRuntime, RuntimeConfig
+from saga.ops import compare
+from shared import aws
+from tests.system import LOANS_PROXY, System, free_port
+
+JOURNEYS = int(os.environ.get("SOAK_JOURNEYS", "100"))
+AGENTS = int(os.environ.get("SOAK_AGENTS", "16"))
+SEED = int(os.environ.get("SOAK_SEED", "16"))
+REPLY_LOSS = 0.2
+CRASH_RATE = 0.03
+AGENT_TRIES = 12  # an agent retries what says `retryable: true`; every retry must converge within these
+AWS_FAULTS = (
+    "dynamodb:TransactWriteItems:TransactionConflict@0.03",
+    "dynamodb:TransactWriteItems:ReplyLost@0.02",
+    "dynamodb:*:ThrottlingException@0.01",
+    "dynamodb:*:ProvisionedThroughputExceededException@0.005",
+    "dynamodb:*:InternalServerError@0.005",
+    "dynamodb:*:ServiceUnavailable@0.005",
+    "dynamodbstreams:GetRecords:InternalServerError@0.02",
+    "sns:PublishBatch:PublishBatchFailed@0.03",
+    "sns:PublishBatch:Throttled@0.02",
+    "sqs:ReceiveMessage:RequestThrottled@0.02",
+    "sqs:ReceiveMessage:InternalError@0.01",
+    "sqs:DeleteMessageBatch:InternalError@0.01",
+)
+
+
+# -- the crashes of chaos 5 and 6, now and then ------------------------------------------------
+
+
+class SometimesCrashAfterPublish:
+    """The relay dies between publish and mark, on a fraction of its publishes."""
+
+    def __init__(self, inner: Any, rng: random.Random) -> None:
+        self.inner, self.rng, self.crashes = inner, rng, 0
+
+    def publish(self, events: Any) -> Any:
+        failed = self.inner.publish(events)
+        if self.rng.random() < CRASH_RATE:
+            self.crashes += 1
+            raise RuntimeError("relay killed between publish and mark")
+        return failed
+
+
+class SometimesCrashMidBatch:
+    """The consumer applies half of a batch, then dies before acknowledging anything, now and then."""
+
+    def __init__(self, inner: Any, rng: random.Random) -> None:
+        self.inner, self.rng, self.crashes = inner, rng, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        with self.lock:
+            crash = self.rng.random() < CRASH_RATE
+            self.crashes += crash
+        if crash:
+            self.inner({"Records": event["Records"][: max(1, len(event["Records"]) // 2)]}, context)
+            raise RuntimeError("consumer killed mid-batch")
+        return dict(self.inner(event, context))
+
+
+# -- what the agents do --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # create, simulate, accept, disburse, cancel
+    body: dict[str, Any] | None = None
+    key: str | None = None
+
+
+@dataclass
+class Tally:
+    """What the agents saw, shared by every agent thread."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    statuses: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    # per journey: what was asked (for the duplicate bound) and what was acknowledged (for "lost")
+    asked: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    acknowledged: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    keys_seen: set[tuple[str, str]] = field(default_factory=set)
+    retried_5xx: int = 0
+    unconverged: int = 0
+
+    def note(self, status: int) -> None:
+        with self.lock:
+            self.statuses[f"http {status}"] += 1
+
+
+class Agents:
+    def __init__(self, system: System, tally: Tally, pool: ThreadPoolExecutor) -> None:
+        self.system, self.tally, self.pool = system, tally, pool
+
+    def send(self, journey_id: str, command: Command) -> Any:
+        """One agent's command: retried while it answers a retryable 5xx, as an LLM told so would."""
+        path = "/journeys" if command.name == "create" else f"/journeys/{journey_id}/{command.name}"
+        headers = {} if command.key is None else {"Idempotency_Key": command.key}
+        for attempt in range(AGENT_TRIES):
+            status, payload = self.system.api("POST", path, command.body, **headers)
+            self.tally.note(status)
+            if status < 500:
+                break
+            if not (isinstance(payload, dict) and payload.get("retryable") is True):
+                self._violation(f"{command} on {journey_id}: {status} not retryable: {payload}")
+                return None
+            with self.tally.lock:
+                self.tally.retried_5xx += 1
+            time.sleep(0.1 * (attempt + 1))
+        else:
+            with self.tally.lock:
+                self.tally.unconverged += 1
+            self._violation(f"{command} on {journey_id}: still {status} after {AGENT_TRIES} tries")
+            return None
+        jid = journey_id or (payload or {}).get("journeyId", "")
+        if status in (200, 201):
+            with self.tally.lock:
+                if payload.get("lastAppliedEventId"):
+                    self.tally.acknowledged[jid].add(payload["lastAppliedEventId"])
+            return payload
+        reused = status == 422 and (payload or {}).get("type", "").endswith("idempotency-key-reused")
+        if status == 409 or reused:
+            return payload
+        self._violation(f"{command} on {journey_id}: {status} {payload}")
+        return None
+
+    def burst(self, journey_id: str, commands: list[Command]) -> list[Any]:
+        """Several agents send their commands for one journey at the same moment."""
+        with self.tally.lock:
+            for command in commands:
+                # A keyed command counts once however often it is sent; each unkeyed send is a command.
+                if command.key is None or (journey_id, command.key) not in self.tally.keys_seen:
+                    self.tally.asked[journey_id][command.name] += 1
+                if command.key is not None:
+                    self.tally.keys_seen.add((journey_id, command.key))
+        futures = [self.pool.submit(self.send, journey_id, command) for command in commands]
+        return [future.result() for future in futures]
+
+    def _violation(self, what: str) -> None:
+        with self.tally.lock:
+            self.tally.violations.append(what)
+
+
+def script(index: int, rng: random.Random) -> list[list[Command]]:
+    """A random script of bursts for one journey (after its creation)."""
+
+    def simulate(keyed: bool, tag: str) -> Command:
+        body = {"amount": rng.choice([1000, 5000, 12000, 20000]), "termMonths": rng.choice([12, 24, 36])}
+        return Command("simulate", body, f"sim-{index}-{tag}" if keyed else None)
+
+    first = simulate(rng.random() < 0.6, "a")
+    bursts = [[first] * rng.randint(1, 2)]  # the same keyed (or unkeyed) simulate, at once
+    if first.key and rng.random() < 0.3:  # same key, another body, at the same moment
+        other = Command("simulate", {**(first.body or {}), "amount": 777}, first.key)
+        bursts[0].append(other)
+    if rng.random() < 0.5:  # a re-simulate racing an accept
+        bursts.append([simulate(rng.random() < 0.5, "b"), Command("accept")])
+    bursts.append([Command("accept")] * rng.randint(1, 3))
+    ending = rng.choice(["disburse", "cancel", "disburse+cancel", "cancel+simulate", "disburse+simulate"])
+    endings = {
+        "disburse": [Command("disburse")] * rng.randint(1, 3),
+        "cancel": [Command("cancel")] * rng.randint(1, 3),
+        "disburse+cancel": [Command("disburse"), Command("cancel")],
+        "cancel+simulate": [Command("cancel"), simulate(False, "c")],
+        "disburse+simulate": [Command("disburse"), simulate(True, "d")],
+    }
+    bursts.append(endings[ending])
+    if rng.random() < 0.3:  # an agent that repeats itself later: a keyed repeat, a disburse, a cancel
+        bursts.append([first, Command(rng.choice(["disburse", "cancel"]))])
+    return bursts
+
+
+class VersionSampler:
+    """Reads random Control Records while the agents work: a record's version never goes back."""
+
+    def __init__(self, system: System, journeys: list[str]) -> None:
+        self.system, self.journeys = system, journeys
+        self.seen: dict[str, int] = {}
+        self.samples = 0
+        self.went_back: list[tuple[str, int, int]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        rng = random.Random(SEED)
+        while not self.stop.wait(0.02):
+            if not self.journeys:
+                continue
+            jid = rng.choice(self.journeys)
+            status, record = self.system.api("GET", f"/journeys/{jid}")
+            if status != 200:
+                continue
+            self.samples += 1
+            if record["version"] < self.seen.get(jid, 0):
+                self.went_back.append((jid, self.seen[jid], record["version"]))
+            self.seen[jid] = max(self.seen.get(jid, 0), record["version"])
+
+
+# -- the system under soak -----------------------------------------------------------------------
+
+
+@dataclass
+class Soaked:
+    system: System
+    runtime: LocalRuntime
+    relay: SometimesCrashAfterPublish
+    consumer: SometimesCrashMidBatch
+
+
+@pytest.fixture
+def soaked() -> Iterator[Soaked]:
+    proxy = FaultProxyServer("127.0.0.1", free_port()).start()
+    toxiproxy = ToxiproxyClient(proxy.control_url)
+    loans_port, proxy_port = free_port(), free_port()
+    toxiproxy.create_proxy(LOANS_PROXY, upstream=f"127.0.0.1:{loans_port}", listen=f"127.0.0.1:{proxy_port}")
+    holders: dict[str, Any] = {}
+    rng = random.Random(SEED)
+
+    def wrap_publisher(inner: Any) -> Any:
+        holders["relay"] = SometimesCrashAfterPublish(inner, rng)
+        return holders["relay"]
+
+    def wrap_consumer(inner: Any) -> Any:
+        holders["consumer"] = SometimesCrashMidBatch(inner, rng)
+        return holders["consumer"]
+
+    config = RuntimeConfig(
+        port=free_port(),
+        loans_port=loans_port,
+        aws_port=free_port(),
+        loans_api_url=f"http://127.0.0.1:{proxy_port}",
+        sweep_threshold_seconds=3.0,  # events a failed relay left PENDING come back within seconds
+        sweep_interval_seconds=2.0,
+        max_containers=6,
+        relay_publisher_wrapper=wrap_publisher,
+        consumer_wrapper=wrap_consumer,
+        aws_faults=tuple(FaultRule.parse(spec) for spec in AWS_FAULTS),
+        aws_fault_seed=SEED,
+    )
+    runtime = LocalRuntime(config).start()
+    http = urllib3.PoolManager(maxsize=AGENTS + 2, timeout=urllib3.Timeout(connect=2, read=60), retries=False)
+    system = System(config.port, config.loans_port, config.aws_port, proxy_port, toxiproxy, _http=http)
+    try:
+        yield Soaked(system, runtime, holders["relay"], holders["consumer"])
+    finally:
+        runtime.stop()
+        proxy.stop()
+
+
+def drain(soaked: Soaked, timeout: float) -> dict[str, Any]:
+    """Until the outbox has nothing PENDING and the events queue nothing visible: everything published
+    was applied (AWS faults still on; the journeys are compared with loans-api afterwards)."""
+    assert soaked.runtime.resources is not None
+    resources = soaked.runtime.resources
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, aws.AwsCallBudget(max_attempts=5))
+    sqs = aws.client("sqs", resources.region, resources.endpoint_url, aws.AwsCallBudget(max_attempts=5))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pending = dynamodb.scan(TableName=resources.loans_table, Select="COUNT",
+                                    FilterExpression="#s = :p", ExpressionAttributeNames={"#s": "status"},
+                                    ExpressionAttributeValues={":p": {"S": "PENDING"}})["Count"]  # fmt: skip
+            queue = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["All"])["Attributes"]
+        except Exception:  # an injected fault: look again
+            pending, queue = -1, {}
+        if pending == 0 and queue.get("ApproximateNumberOfMessages") == "0":
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not drained within {timeout} s: pending {pending}, queue {queue}")
+        time.sleep(0.5)
+    return {"pending": pending, "inFlight": int(queue.get("ApproximateNumberOfMessagesNotVisible", "0"))}
+
+
+def read(system: System, call: Any) -> Any:
+    for _ in range(10):
+        try:
+            return call()
+        except Exception:  # a fault on a read: read again
+            time.sleep(0.2)
+    return call()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(max(600, JOURNEYS * 2))
+def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked: Soaked, capsys) -> None:
+    system = soaked.system
+    rng = random.Random(SEED)
+    system.toxiproxy.add_toxic(LOANS_PROXY, "limit_data", stream="downstream", toxicity=REPLY_LOSS, name="cut", bytes=0)
+    tally = Tally()
+    journeys: list[str] = []
+    sampler = VersionSampler(system, journeys)
+    sampler.thread.start()
+    started = time.monotonic()
+    scripts = [script(index, random.Random(rng.random())) for index in range(JOURNEYS)]
+    with ThreadPoolExecutor(max_workers=AGENTS) as agents_pool:
+        agents = Agents(system, tally, agents_pool)
+
+        def drive(index: int) -> str | None:
+            created = agents.burst("", [Command("create", {"customerId": f"soak-{index}"}, f"create-{index}")] * 2)
+            ids = {answer["journeyId"] for answer in created if answer}
+            if len(ids) != 1:
+                agents._violation(f"journey {index}: one key, creations {ids}")
+                return None
+            jid = ids.pop()
+            journeys.append(jid)
+            for burst in scripts[index]:
+                agents.burst(jid, burst)
+            return str(jid)
+
+        with ThreadPoolExecutor(max_workers=max(1, AGENTS // 2)) as drivers:
+            driven = [jid for jid in drivers.map(drive, range(JOURNEYS)) if jid]
+    commanding = time.monotonic() - started
+    sampler.stop.set()
+    sampler.thread.join()
+    faults = soaked.runtime.aws_faults
+    assert faults is not None
+    cut = system.toxiproxy.toxic(LOANS_PROXY, "cut").get("applied", 0)
+    system.toxiproxy.reset()
+    drained = drain(soaked, timeout=120 + JOURNEYS * 0.1)
+    injected = dict(faults.injected)
+    faults.clear()  # the verification reads are not under test
+
+    out_of_sync: list[Any] = []
+    cancelled_active: list[str] = []
+    multi_active: list[str] = []
+    lost: list[Any] = []
+    duplicates: list[Any] = []
+    disbursements = 0
+    converged_deadline = time.monotonic() + 30
+    for jid in driven:
+        while True:
+            record = read(system, lambda jid=jid: system.api("GET", f"/journeys/{jid}")[1])
+            truth = read(system, lambda jid=jid: system.truth(jid))
+            verdict = compare(record, truth)
+            if verdict["agree"] or time.monotonic() > converged_deadline:
+                break
+            time.sleep(0.5)
+        if not verdict["agree"]:
+            out_of_sync.append((jid, verdict["differences"]))
+        if truth is None:
+            continue
+        active = {kind: [x for x in truth[kind] if x["status"] == "ACTIVE"] for kind in ("simulations", "acceptances")}
+        if truth["state"] == "cancelled" and (active["simulations"] or active["acceptances"]):
+            cancelled_active.append(jid)
+        if len(active["simulations"]) > 1 or len(active["acceptances"]) > 1:
+            multi_active.append(jid)
+        types = Counter(e["type"] for e in truth["events"])
+        disbursements += types["LoanDisbursed"]
+        asked = tally.asked[jid]
+        # Duplicate effects: more events of a kind than commands that could have made them
+        bounds = {"SimulationCreated": asked["simulate"], "AcceptanceCreated": asked["accept"],
+                  "LoanDisbursed": 1, "JourneyCancelled": 1}  # fmt: skip
+        duplicates += [(jid, kind, types[kind]) for kind, bound in bounds.items() if types[kind] > bound]
+        # Lost: a gap in the ledger, an event never published, or one an agent was shown that loans-api lacks
+        seqs = sorted(e["seq"] for e in truth["events"])
+        event_ids = {e["eventId"] for e in truth["events"]}
+        if seqs != list(range(1, truth["seq"] + 1)) or any(e["status"] != "NOTIFIED" for e in truth["events"]):
+            lost.append((jid, "ledger", seqs))
+        lost += [(jid, "acknowledged", e) for e in tally.acknowledged[jid] - event_ids]
+    dlq = read(system, lambda: soaked.runtime.resources and aws.client(
+        "sqs", "us-east-1", system.aws_url).get_queue_attributes(
+        QueueUrl=soaked.runtime.resources.events_dlq_url, AttributeNames=["ApproximateNumberOfMessages"]))  # fmt: skip
+    dlq_count = int(dlq["Attributes"]["ApproximateNumberOfMessages"])
+    elapsed = time.monotonic() - started
+    agent_5xx = sum(n for status, n in tally.statuses.items() if status.startswith("http 5"))
+    ledger = {
+        "journeys": len(driven),
+        "agents": AGENTS,
+        "agent commands (distinct)": sum(sum(c.values()) for jid, c in tally.asked.items() if jid),
+        "agent HTTP calls": sum(tally.statuses.values()),
+        "answers": dict(sorted(tally.statuses.items())),
+        "loans-api replies cut": cut,
+        "AWS faults injected": dict(sorted(injected.items())),
+        "AWS faults total": sum(injected.values()),
+        "relay crashes": soaked.relay.crashes,
+        "consumer crashes": soaked.consumer.crashes,
+        "agent-visible 5xx (all retryable, retried)": agent_5xx,
+        "unconverged retries": tally.unconverged,
+        "disbursed": disbursements,
+        "version samples": sampler.samples,
+        "versions went back": len(sampler.went_back),
+        "duplicates": len(duplicates),
+        "lost": len(lost),
+        "out of sync": len(out_of_sync),
+        "cancelled with something ACTIVE": len(cancelled_active),
+        "more than one ACTIVE": len(multi_active),
+        "outbox pending": drained["pending"],
+        "in flight after drain (delete failed)": drained["inFlight"],
+        "DLQ": dlq_count,
+        "seconds commanding": round(commanding, 1),
+        "seconds total": round(elapsed, 1),
+    }
+    with capsys.disabled():
+        print("\nsoak ledger:\n" + json.dumps(ledger, indent=2))
+    ledger_file = os.environ.get("SOAK_LEDGER_FILE")
+    if ledger_file:
+        with open(ledger_file, "a") as out:
+            stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            out.write(f"\n### Soak, {stamp}: {len(driven)} journeys, {AGENTS} agents (`make soak`)\n\n")
+            out.write("| figure | value |\n|---|---|\n")
+            out.writelines(f"| {name} | {value} |\n" for name, value in ledger.items())
+    assert tally.violations == [], tally.violations[:10]
+    assert len(driven) == JOURNEYS
+    assert (out_of_sync, lost, duplicates) == ([], [], []), (out_of_sync[:5], lost[:5], duplicates[:5])
+    assert (cancelled_active, multi_active, sampler.went_back) == ([], [], [])
+    assert dlq_count == 0, "a DLQ message no injected poison explains"
+    assert cut > JOURNEYS * 0.5, "the proxy should have cut about one reply in five"
+    assert sum(injected.values()) > JOURNEYS * 0.5, "AWS faults at a few per cent of the calls"
+    assert soaked.relay.crashes + soaked.consumer.crashes > 0

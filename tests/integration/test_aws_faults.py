@@ -1,0 +1,347 @@
+"""AWS-side faults on the local moto endpoint (saga/local/aws_faults.py) and the fidelity of its
+transaction patch (saga/local/moto_transactions.py): each fault kind reaches boto3 in the shape real
+AWS gives it, botocore's retry modes as configured in production handle it as they would in AWS, and
+the loans-api conflict path (CommitStatus.CONFLICT -> decide again) is reached."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import urllib3
+from botocore.exceptions import ClientError, ConnectionClosedError
+
+from functions.orchestrator.bootstrap import DYNAMO_BUDGET
+from functions.relay.publisher import SnsPublisher
+from saga.local import moto_transactions
+from saga.local.aws_faults import CONTROL_PATH, FaultRule
+from saga.local.moto_server import MotoServer
+from saga.local.resources import LocalResources, provision
+from shared import aws
+from shared.dynamo import to_item
+from shared.events import LoanEvent, LoanSnapshot
+from tests.support import ApiClient
+
+NO_RETRIES = aws.AwsCallBudget(max_attempts=1)
+
+
+@pytest.fixture
+def faults(moto_server: MotoServer) -> Iterator[Any]:
+    moto_server.faults.clear()
+    moto_server.faults.injected.clear()
+    yield moto_server.faults
+    moto_server.faults.clear()
+
+
+def client(resources: LocalResources, service: str, budget: aws.AwsCallBudget = NO_RETRIES) -> Any:
+    return aws.client(service, resources.region, resources.endpoint_url, budget)
+
+
+def put(table: str, pk: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": to_item({"pk": pk, "sk": "S", **extra}),
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+    }
+
+
+def stream_inserts(resources: LocalResources) -> list[str]:
+    streams = client(resources, "dynamodbstreams")
+    shard = streams.describe_stream(StreamArn=resources.loans_stream_arn)["StreamDescription"]["Shards"][0]
+    iterator = streams.get_shard_iterator(
+        StreamArn=resources.loans_stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator)["Records"]
+    return [r["dynamodb"]["Keys"]["pk"]["S"] for r in records if r["eventName"] == "INSERT"]
+
+
+def error_of(call: Any) -> tuple[str, int, dict[str, Any]]:
+    with pytest.raises(ClientError) as caught:
+        call()
+    response = caught.value.response
+    return response["Error"]["Code"], response["ResponseMetadata"]["HTTPStatusCode"], response
+
+
+# -- each kind, its AWS shape through boto3 ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        ("ThrottlingException", 400),
+        ("ProvisionedThroughputExceededException", 400),
+        ("InternalServerError", 500),
+        ("ServiceUnavailable", 503),
+    ],
+)
+def test_each_dynamodb_error_reaches_boto3_with_its_code_and_status(faults, resources, kind, status):
+    # Given every GetItem answers the fault
+    faults.add(FaultRule("dynamodb", "GetItem", kind))
+    dynamodb = client(resources, "dynamodb")
+    # When a GetItem is made, Then boto3 raises the service's error code with its HTTP status
+    code, http_status, _ = error_of(
+        lambda: dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "a", "sk": "b"}))
+    )
+    assert (code, http_status) == (kind, status)
+    assert faults.injected == {f"dynamodb:GetItem:{kind}": 1}
+    # And another operation is untouched
+    dynamodb.describe_table(TableName=resources.loans_table)
+
+
+def test_a_transaction_conflict_cancels_the_whole_transaction_with_its_reason(faults, resources):
+    faults.add(FaultRule("dynamodb", "TransactWriteItems", "TransactionConflict"))
+    dynamodb = client(resources, "dynamodb", aws.AwsCallBudget())  # loans-api's budget: 3 attempts
+    items = [put(resources.loans_table, "J#1"), put(resources.loans_table, "J#2")]
+    code, status, response = error_of(lambda: dynamodb.transact_write_items(TransactItems=items))
+    assert (code, status) == ("TransactionCanceledException", 400)
+    codes = [reason["Code"] for reason in response["CancellationReasons"]]
+    assert sorted(codes) == ["None", "TransactionConflict"]
+    # botocore does not retry a cancelled transaction (as in AWS), and nothing was written
+    assert faults.injected == {"dynamodb:TransactWriteItems:TransactionConflict": 1}
+    assert "Item" not in dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "J#1", "sk": "S"}))
+
+
+def test_sns_throttling_and_failed_entries_reach_the_relays_publisher(faults, resources):
+    sns = client(resources, "sns")
+    event = LoanEvent.model_validate(
+        {
+            "eventId": "e-1",
+            "journeyId": "j-1",
+            "seq": 1,
+            "type": "JourneyCancelled",
+            "occurredAt": "2026-01-01T00:00:00Z",
+            "snapshot": LoanSnapshot(journeyId="j-1", state="cancelled").model_dump(),
+        }
+    )
+    faults.add(FaultRule("sns", "PublishBatch", "Throttled", limit=1))
+    code, status, _ = error_of(
+        lambda: sns.publish_batch(
+            TopicArn=resources.topic_arn, PublishBatchRequestEntries=[{"Id": "1", "Message": "m"}]
+        )
+    )
+    assert (code, status) == ("Throttled", 429)
+    faults.add(FaultRule("sns", "PublishBatch", "PublishBatchFailed", limit=1))
+    response = sns.publish_batch(
+        TopicArn=resources.topic_arn,
+        PublishBatchRequestEntries=[{"Id": "a", "Message": "m"}, {"Id": "b", "Message": "n"}],
+    )
+    assert response["Successful"] == []
+    assert sorted((f["Id"], f["Code"], f["SenderFault"]) for f in response["Failed"]) == [
+        ("a", "InternalError", False),
+        ("b", "InternalError", False),
+    ]
+    # The relay's publisher reports the event as not published, both ways
+    faults.add(FaultRule("sns", "PublishBatch", "Throttled", limit=1))
+    assert set(SnsPublisher(sns, resources.topic_arn).publish([event])) == {"e-1"}
+    faults.add(FaultRule("sns", "PublishBatch", "PublishBatchFailed", limit=1))
+    assert set(SnsPublisher(sns, resources.topic_arn).publish([event])) == {"e-1"}
+    assert SnsPublisher(sns, resources.topic_arn).publish([event]) == {}
+
+
+@pytest.mark.parametrize(
+    ("operation", "kind", "status"),
+    [("ReceiveMessage", "RequestThrottled", 400), ("DeleteMessage", "InternalError", 500)],
+)
+def test_sqs_errors_reach_boto3(faults, resources, operation, kind, status):
+    sqs = client(resources, "sqs")
+    faults.add(FaultRule("sqs", operation, kind))
+    if operation == "ReceiveMessage":
+        call: Any = lambda: sqs.receive_message(QueueUrl=resources.events_queue_url)  # noqa: E731
+    else:
+        call = lambda: sqs.delete_message(QueueUrl=resources.events_queue_url, ReceiptHandle="h")  # noqa: E731
+    code, http_status, _ = error_of(call)
+    assert (code, http_status) == (kind, status)
+
+
+# -- botocore's retries, as configured in production ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["ThrottlingException", "ProvisionedThroughputExceededException", "InternalServerError", "ServiceUnavailable"],
+)
+def test_the_orchestrators_budget_absorbs_one_fault_and_surfaces_the_second(faults, resources, kind):
+    # Given the orchestrator's DynamoDB client (standard mode, 2 attempts)
+    dynamodb = client(resources, "dynamodb", DYNAMO_BUDGET)
+    key = to_item({"pk": "a", "sk": "b"})
+    # When one call fails once, Then botocore's retry absorbs it
+    faults.add(FaultRule("dynamodb", "GetItem", kind, limit=1))
+    response = dynamodb.get_item(TableName=resources.journeys_table, Key=key)
+    assert response["ResponseMetadata"]["RetryAttempts"] == 1
+    # And when it fails twice, the error surfaces after exactly two attempts
+    faults.clear()
+    faults.add(FaultRule("dynamodb", "GetItem", kind, limit=2))
+    code, _, response = error_of(lambda: dynamodb.get_item(TableName=resources.journeys_table, Key=key))
+    assert code == kind
+    assert response["ResponseMetadata"]["RetryAttempts"] == 1
+    assert faults.injected[f"dynamodb:GetItem:{kind}"] == 3
+
+
+def test_a_transaction_whose_reply_is_lost_is_retried_with_its_token_and_commits_once(faults, resources):
+    # Given loans-api's client (standard mode, 3 attempts) and a transaction whose first reply is lost
+    dynamodb = client(resources, "dynamodb", aws.AwsCallBudget())
+    faults.add(FaultRule("dynamodb", "TransactWriteItems", "ReplyLost", limit=1))
+    items = [put(resources.loans_table, "LOST#1"), put(resources.loans_table, "LOST#2")]
+    # When it is called, Then botocore's retry (same ClientRequestToken) succeeds
+    response = dynamodb.transact_write_items(TransactItems=items)
+    assert response["ResponseMetadata"]["RetryAttempts"] == 1
+    assert faults.injected == {"dynamodb:TransactWriteItems:ReplyLost": 1}
+    # And it committed once: one INSERT per item on the stream
+    assert sorted(stream_inserts(resources)) == ["LOST#1", "LOST#2"]
+
+
+def test_a_lost_reply_without_retries_is_an_error_and_the_token_then_replays_it(faults, resources):
+    dynamodb = client(resources, "dynamodb")
+    faults.add(FaultRule("dynamodb", "TransactWriteItems", "ReplyLost", limit=1))
+    items = [put(resources.loans_table, "LOST#3")]
+    with pytest.raises(ConnectionClosedError):
+        dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="lost-3")
+    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="lost-3")
+    assert stream_inserts(resources) == ["LOST#3"]
+
+
+# -- the transaction patch, against DynamoDB's documented behaviour ----------------------------
+
+
+def test_a_write_refused_after_the_checks_writes_nothing_at_all(resources):
+    # Given a transaction whose second Put is over DynamoDB's 400 KB item limit
+    dynamodb = client(resources, "dynamodb")
+    items = [put(resources.loans_table, "BIG#1"), put(resources.loans_table, "BIG#2", blob="x" * 410_000)]
+    # When it is sent, Then DynamoDB's ValidationException, and neither item nor stream record exists
+    code, status, _ = error_of(lambda: dynamodb.transact_write_items(TransactItems=items))
+    assert (code, status) == ("ValidationException", 400)
+    assert "Item" not in dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "BIG#1", "sk": "S"}))
+    assert stream_inserts(resources) == []
+
+
+def test_an_update_undone_by_a_later_refusal_keeps_its_old_value(resources):
+    dynamodb = client(resources, "dynamodb")
+    dynamodb.put_item(TableName=resources.loans_table, Item=to_item({"pk": "U#1", "sk": "S", "n": "old"}))
+    update = {
+        "Update": {
+            "TableName": resources.loans_table,
+            "Key": to_item({"pk": "U#1", "sk": "S"}),
+            "UpdateExpression": "SET n = :n",
+            "ExpressionAttributeValues": to_item({":n": "new"}),
+        }
+    }
+    error_of(
+        lambda: dynamodb.transact_write_items(
+            TransactItems=[update, put(resources.loans_table, "BIG#3", blob="x" * 410_000)]
+        )
+    )
+    item = dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "U#1", "sk": "S"}))["Item"]
+    assert item["n"] == {"S": "old"}
+
+
+@pytest.fixture
+def clock() -> Iterator[list[float]]:
+    now = [1_000.0]
+    previous = moto_transactions.tokens.clock
+    moto_transactions.tokens.clock = lambda: now[0]
+    yield now
+    moto_transactions.tokens.clock = previous
+
+
+def test_a_token_expires_after_ten_minutes(resources, clock):
+    dynamodb = client(resources, "dynamodb")
+    items = [put(resources.loans_table, "TOK#1")]
+    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="tok-1")
+    clock[0] += 599
+    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="tok-1")  # still a replay
+    clock[0] += 1
+    # After 10 minutes the token is forgotten: the same call is a new transaction, and its condition fails
+    code, _, _ = error_of(lambda: dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="tok-1"))
+    assert code == "TransactionCanceledException"
+
+
+def test_a_token_reused_with_other_parameters_is_an_idempotent_parameter_mismatch(resources, clock):
+    dynamodb = client(resources, "dynamodb")
+    dynamodb.transact_write_items(TransactItems=[put(resources.loans_table, "TOK#2")], ClientRequestToken="tok-2")
+    code, status, _ = error_of(
+        lambda: dynamodb.transact_write_items(
+            TransactItems=[put(resources.loans_table, "TOK#3")], ClientRequestToken="tok-2"
+        )
+    )
+    assert (code, status) == ("IdempotentParameterMismatchException", 400)
+    assert "Item" not in dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "TOK#3", "sk": "S"}))
+    # After the token expired, the other parameters are a new transaction
+    clock[0] += 600
+    dynamodb.transact_write_items(TransactItems=[put(resources.loans_table, "TOK#3")], ClientRequestToken="tok-2")
+
+
+# -- the conflict path in loans-api -----------------------------------------------------------
+
+
+def test_loans_api_decides_again_after_a_transaction_conflict(faults, loans_api: ApiClient, resources):
+    # Given DynamoDB cancels loans-api's first transaction with TransactionConflict
+    faults.add(FaultRule("dynamodb", "TransactWriteItems", "TransactionConflict", limit=1))
+    # When a simulation is created, Then it commits once, on the second decision
+    response = loans_api.post(
+        "/simulations",
+        {"journeyId": "j-conflict", "amount": 5000, "termMonths": 12},
+        headers={"Idempotency-Key": "k-conflict"},
+    )
+    assert response.status == 201, response.body
+    assert faults.injected == {"dynamodb:TransactWriteItems:TransactionConflict": 1}
+    truth = json.loads(loans_api.get("/journeys/j-conflict").body)
+    assert [e["seq"] for e in truth["events"]] == [1]
+
+
+def test_loans_api_answers_a_retryable_503_when_conflicts_never_end(faults, loans_api: ApiClient):
+    faults.add(FaultRule("dynamodb", "TransactWriteItems", "TransactionConflict"))
+    response = loans_api.post(
+        "/simulations", {"journeyId": "j-busy", "amount": 5000, "termMonths": 12}, headers={"Idempotency-Key": "k-busy"}
+    )
+    assert response.status == 503
+    assert json.loads(response.body)["retryable"] is True
+    assert faults.injected["dynamodb:TransactWriteItems:TransactionConflict"] == 8  # max_conflict_retries
+    assert loans_api.get("/journeys/j-busy").status == 404
+
+
+# -- the control API, and idempotent local resources ------------------------------------------
+
+
+def test_the_control_api_sets_lists_and_clears_rules(faults, moto_server, resources):
+    url = moto_server.url + CONTROL_PATH
+    rule = {"service": "dynamodb", "operation": "DescribeTable", "kind": "InternalServerError", "limit": 1}
+    added = json.loads(urllib3.request("POST", url, body=json.dumps(rule)).data)
+    assert added["rules"][0]["kind"] == "InternalServerError"
+    code, _, _ = error_of(lambda: client(resources, "dynamodb").describe_table(TableName=resources.loans_table))
+    assert code == "InternalServerError"
+    assert json.loads(urllib3.request("GET", url).data)["injected"] == {"dynamodb:DescribeTable:InternalServerError": 1}
+    assert json.loads(urllib3.request("DELETE", url).data)["rules"] == []
+    bad = urllib3.request("POST", url, body=json.dumps({**rule, "kind": "Nope"}))
+    assert bad.status == 400
+
+
+def test_provisioning_survives_a_create_table_retried_after_its_reply_was_lost(faults, moto_server):
+    # Given CreateTable commits and its reply is lost (botocore retries it)
+    urllib3.request("POST", f"{moto_server.url}/moto-api/reset")
+    faults.add(FaultRule("dynamodb", "CreateTable", "ReplyLost", limit=1))
+    # When the resources are provisioned, Then it succeeds, and again on the same endpoint
+    first = provision(moto_server.url)
+    assert faults.injected == {"dynamodb:CreateTable:ReplyLost": 1}
+    again = provision(moto_server.url)
+    assert again == first
+    sns = client(first, "sns")
+    assert len(sns.list_subscriptions_by_topic(TopicArn=first.topic_arn)["Subscriptions"]) == 1
+
+
+def test_a_journey_creation_cancelled_by_a_conflict_is_a_503_the_agent_may_retry(faults, orchestrator: ApiClient):
+    # Given DynamoDB cancels the orchestrator's creation transaction once with TransactionConflict
+    # (found by the soak: it was an unhandled error, a 500 "internal")
+    faults.add(FaultRule("dynamodb", "TransactWriteItems", "TransactionConflict", match='"journeys"', limit=1))
+    # When an agent creates a journey with its key, Then a 503 `contention` it may retry
+    response = orchestrator.post("/journeys", {"customerId": "c-1"}, key="agent-1")
+    problem = json.loads(response.body)
+    assert (response.status, problem["type"].rsplit(":", 1)[-1], problem["retryable"]) == (503, "contention", True)
+    # And the retry with the same key creates the journey, once
+    created = orchestrator.post("/journeys", {"customerId": "c-1"}, key="agent-1")
+    again = orchestrator.post("/journeys", {"customerId": "c-1"}, key="agent-1")
+    assert created.status == 201
+    assert json.loads(again.body)["journeyId"] == json.loads(created.body)["journeyId"]
