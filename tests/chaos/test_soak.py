@@ -27,6 +27,7 @@ from saga.local.aws_faults import FaultRule
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from saga.ops import compare
 from shared import aws
+from shared.events import LoanEvent, parse_event
 from tests.system import LOANS_PROXY, System, free_port
 
 JOURNEYS = int(os.environ.get("SOAK_JOURNEYS", "100"))
@@ -297,6 +298,24 @@ def drain(soaked: Soaked, timeout: float) -> dict[str, Any]:
     return {"pending": pending, "inFlight": int(queue.get("ApproximateNumberOfMessagesNotVisible", "0"))}
 
 
+def dead_letters(soaked: Soaked) -> list[LoanEvent]:
+    """Every event in the DLQ (received and left there: the test only looks)."""
+    resources = soaked.runtime.resources
+    assert resources is not None
+    sqs = aws.client("sqs", resources.region, resources.endpoint_url, aws.AwsCallBudget(max_attempts=10))
+    events: dict[str, LoanEvent] = {}
+    for _ in range(20):
+        try:
+            messages = sqs.receive_message(QueueUrl=resources.events_dlq_url, MaxNumberOfMessages=10,
+                                           VisibilityTimeout=300).get("Messages", [])  # fmt: skip
+        except Exception:  # an injected fault: look again
+            continue
+        if not messages:
+            break
+        events.update((m["MessageId"], parse_event(m["Body"])) for m in messages)
+    return list(events.values())
+
+
 def read(system: System, call: Any) -> Any:
     for _ in range(10):
         try:
@@ -383,10 +402,16 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
         if seqs != list(range(1, truth["seq"] + 1)) or any(e["status"] != "NOTIFIED" for e in truth["events"]):
             lost.append((jid, "ledger", seqs))
         lost += [(jid, "acknowledged", e) for e in tally.acknowledged[jid] - event_ids]
-    dlq = read(system, lambda: soaked.runtime.resources and aws.client(
-        "sqs", "us-east-1", system.aws_url).get_queue_attributes(
-        QueueUrl=soaked.runtime.resources.events_dlq_url, AttributeNames=["ApproximateNumberOfMessages"]))  # fmt: skip
-    dlq_count = int(dlq["Attributes"]["ApproximateNumberOfMessages"])
+    dead = dead_letters(soaked)
+    dlq_count = len(dead)
+    # A message is only "explained" if its event reached the Control Record anyway (another delivery,
+    # or road 1): transient faults and crashes failed it three times, and a redrive would be a no-op.
+    unexplained = [
+        (event.journeyId, event.seq, event.type)
+        for event in dead
+        if read(system, lambda event=event: system.api("GET", f"/journeys/{event.journeyId}"))[1]["lastAppliedSeq"]
+        < event.seq
+    ]
     elapsed = time.monotonic() - started
     agent_5xx = sum(n for status, n in tally.statuses.items() if status.startswith("http 5"))
     ledger = {
@@ -412,7 +437,7 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
         "more than one ACTIVE": len(multi_active),
         "outbox pending": drained["pending"],
         "in flight after drain (delete failed)": drained["inFlight"],
-        "DLQ": dlq_count,
+        "DLQ (each already applied: failed 3 times by injected faults and crashes)": dlq_count,
         "seconds commanding": round(commanding, 1),
         "seconds total": round(elapsed, 1),
     }
@@ -429,7 +454,7 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
     assert len(driven) == JOURNEYS
     assert (out_of_sync, lost, duplicates) == ([], [], []), (out_of_sync[:5], lost[:5], duplicates[:5])
     assert (cancelled_active, multi_active, sampler.went_back) == ([], [], [])
-    assert dlq_count == 0, "a DLQ message no injected poison explains"
+    assert unexplained == [], f"DLQ messages whose event never reached the Control Record: {unexplained}"
     assert cut > JOURNEYS * 0.5, "the proxy should have cut about one reply in five"
     assert sum(injected.values()) > JOURNEYS * 0.5, "AWS faults at a few per cent of the calls"
     assert soaked.relay.crashes + soaked.consumer.crashes > 0
