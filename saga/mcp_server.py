@@ -31,7 +31,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from functions.orchestrator.loans_client import HttpRequester, SigV4Signer
+from functions.orchestrator.loans_client import HttpRequester, JsonHttpEndpoint, SigV4Signer
 from saga.openapi_tools import KEY_ARGUMENT, InvalidArguments, Operation, operations
 from shared.idempotency import HEADER as KEY_HEADER
 from shared.idempotency import REPLAYED_HEADER
@@ -99,30 +99,16 @@ class OrchestratorApi(Protocol):
         ...
 
 
-class HttpOrchestratorApi:
+class HttpOrchestratorApi(JsonHttpEndpoint):
     """OrchestratorApi over HTTP(S) with urllib3: one attempt per call (JourneyTools retries), signed with
     SigV4 (service execute-api) when a signer is given."""
 
-    def __init__(
-        self, base_url: str, http: HttpRequester, timeout: urllib3.Timeout, signer: SigV4Signer | None = None
-    ) -> None:
-        self._base_url = base_url.rstrip("/")
-        self._http = http
-        self._timeout = timeout
-        self._signer = signer
-
     def send(self, request: ApiRequest) -> ApiReply:
-        url = self._base_url + request.path
-        body = None if request.body is None else json.dumps(request.body).encode()
         headers = {"Accept": "application/json", **request.headers}
-        if body is not None:
+        if request.body is not None:
             headers["Content-Type"] = "application/json"
-        if self._signer is not None:
-            headers = self._signer.sign(request.method, url, body, headers)
         try:
-            response = self._http.request(
-                request.method, url, body=body, headers=headers, timeout=self._timeout, retries=False, redirect=False
-            )
+            response = self._request(request.method, request.path, request.body, headers)
         except urllib3.exceptions.HTTPError as error:
             raise ApiUnreachable(f"{type(error).__name__}: {error}") from error
         try:

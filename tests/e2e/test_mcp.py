@@ -1,6 +1,7 @@
 """`saga mcp` as an agent runtime starts it: a subprocess speaking MCP over stdio, driven by the `mcp`
 SDK's own client. Against `saga local`: the tools match the OpenAPI document, a whole journey, a 409 as
-a tool error with availableActions, a replayed write that doubles nothing, a journey as a resource.
+a tool error with availableActions, a replayed write that doubles nothing, a journey as a resource;
+and the same over streamable HTTP.
 Against a "deployed stack" without an AWS account: the URL comes from the stack's outputs (a local
 CloudFormation endpoint) and every request reaches the API signed with SigV4 for execute-api."""
 
@@ -10,9 +11,12 @@ import contextlib
 import json
 import os
 import re
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,11 +24,12 @@ from urllib.parse import parse_qs
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from saga.openapi_tools import KEY_ARGUMENT
 from shared import tables
 from tests.fakes import InProcessOrchestrator
+from tests.system import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -291,3 +296,40 @@ def test_for_a_stack_every_request_is_signed_for_execute_api_in_the_stacks_regio
     for request in fake_aws.api_requests:
         assert request["scope"] is not None, request
         assert (request["scope"]["service"], request["scope"]["region"]) == ("execute-api", REGION)
+
+
+def test_saga_mcp_serves_streamable_http_on_loopback(system):
+    # Given `saga mcp --http PORT` in front of saga local
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_")}
+    command = [sys.executable, "-m", "saga.cli", "mcp", "--api-url", system.api_url, "--http", str(port)]
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        try:
+            wait_for_port(port, server)
+
+            async def agent() -> Any:
+                # When a client connects over HTTP and creates a journey
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    names = [tool.name for tool in (await client.list_tools()).tools]
+                    return names, await client.call_tool("createJourney", {"customerId": "c-http"})
+
+            names, created = anyio.run(agent)
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+            log.seek(0)
+            output = log.read()
+    # Then it gets the same tools and the Control Record
+    assert "createJourney" in names, output
+    assert created.structured_content["currentState"] == "created", output
+
+
+def wait_for_port(port: int, process: subprocess.Popen[Any], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "saga mcp --http exited"
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {port} after {timeout} s")

@@ -22,6 +22,7 @@ from saga.mcp_server import (
 )
 from saga.openapi_tools import KEY_ARGUMENT
 from tests.fakes import FakeOrchestratorApi, InProcessOrchestrator
+from tests.support import AGENT_OPERATIONS
 
 TERMS = {"amount": 10000, "termMonths": 36}
 
@@ -65,14 +66,7 @@ def test_the_tools_are_the_documents_operations_but_health():
     # When the tools are listed
     listed = {tool.name: tool for tool in tools.tools()}
     # Then there is one per operation but health, and only the GET is read-only; disburse asks for care
-    assert set(listed) == {
-        "createJourney",
-        "getJourney",
-        "simulateLoan",
-        "acceptSimulation",
-        "disburseLoan",
-        "cancelJourney",
-    }
+    assert set(listed) == AGENT_OPERATIONS
     read, disburse = listed["getJourney"].annotations, listed["disburseLoan"].annotations
     assert read is not None
     assert disburse is not None
