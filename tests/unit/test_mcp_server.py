@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import anyio
+import pytest
 import urllib3
 from mcp import Client
 
@@ -17,6 +18,7 @@ from saga.mcp_server import (
     HttpOrchestratorApi,
     JourneyTools,
     TransportRetry,
+    UnreadableDocument,
     create_server,
     fetch_document,
 )
@@ -247,3 +249,22 @@ def test_a_failure_inside_the_server_reaches_the_model_as_a_problem_without_a_tr
     assert result.structured_content["status"] == 500
     assert "RuntimeError: boom" in result.structured_content["detail"]
     assert all("Traceback" not in block.text for block in result.content)
+
+
+class Unreachable:
+    def send(self, request: Any) -> ApiReply:
+        raise ApiUnreachable("refused")
+
+
+def test_a_server_that_cannot_read_the_document_says_so_after_its_retries():
+    # Given an orchestrator that never answers, and one that answers something that is not a document
+    silent = Unreachable()
+    wrong = FakeOrchestratorApi({"title": "not found", "status": 404})
+    sleeps: list[float] = []
+    # When the tools are built from them
+    # Then neither yields tools: each is an error naming why, the silent one after the retry schedule
+    with pytest.raises(UnreadableDocument, match="unreachable: refused"):
+        fetch_document(silent, TransportRetry(), sleeps.append)
+    assert sleeps == TransportRetry().delays()
+    with pytest.raises(UnreadableDocument, match="answered 200"):
+        fetch_document(wrong, TransportRetry(), sleeps.append)
