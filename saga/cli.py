@@ -81,9 +81,7 @@ def _parser() -> argparse.ArgumentParser:
             "--endpoint-url", default=None, help="AWS endpoint (default: $AWS_ENDPOINT_URL, else the local runtime's)"
         )
         sub.add_argument("--stack", default=None, help="a deployed stack's name: find everything via its outputs")
-        sub.add_argument(
-            "--region", default=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-        )
+        sub.add_argument("--region", default=_default_region())
         sub.add_argument("--api-url", default=None, help="orchestrator URL (default: saga local's, else :3000)")
         sub.add_argument("--loans-api-url", default=None, help="loans-api URL (default: saga local's, else :3001)")
         sub.add_argument("--json", action="store_true", help="exactly one JSON document on stdout")
@@ -134,10 +132,34 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="a scripted agent walks one journey through its links")
     target_options(demo)
 
+    _add_mcp(commands)
+
     proxy = commands.add_parser("proxy", help="a fault-injecting TCP proxy with Toxiproxy's control API")
     proxy.add_argument("--host", default="127.0.0.1")
     proxy.add_argument("--control-port", type=int, default=8474, help="Toxiproxy-compatible HTTP API port")
     return parser
+
+
+def _default_region() -> str:
+    return os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+
+
+def _add_mcp(commands: Any) -> None:
+    mcp = commands.add_parser(
+        "mcp",
+        help="an MCP server whose tools are the orchestrator API's operations (stdio; --http PORT for HTTP)",
+        description="Serve the orchestrator API to agent runtimes over the Model Context Protocol: one tool per "
+        "operation of its OpenAPI document, journeys as resources journey://{journeyId}. Without --api-url or "
+        "--stack it fronts the running `saga local`.",
+    )
+    mcp.add_argument("--api-url", default=None, help="orchestrator URL (default: saga local's, else :3000)")
+    mcp.add_argument(
+        "--stack", default=None, help="a deployed stack's name: its orchestrator URL, requests signed with SigV4"
+    )
+    mcp.add_argument("--region", default=_default_region())
+    mcp.add_argument(
+        "--http", type=int, default=None, metavar="PORT", help="streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
+    )
 
 
 def _target(args: argparse.Namespace) -> Any:
@@ -152,6 +174,35 @@ def _target(args: argparse.Namespace) -> Any:
     for name, value in _FAKE_AWS.items():
         os.environ.setdefault(name, value)
     return ops.local_target(endpoint, args.region, api_url.rstrip("/"), loans_api_url.rstrip("/"))
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    """`saga mcp`: stdout belongs to the protocol (stdio), so everything else goes to stderr."""
+    import anyio
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from saga import local_state, mcp_server, ops
+
+    _quiet_function_logs()
+    mcp_server.log_to_stderr()
+    try:
+        if args.stack:
+            api_url, signed = ops.stack_target(args.stack, args.region).api_url, True
+        else:
+            api_url, signed = args.api_url or local_state.read().get("orchestrator") or ops.LOCAL_API_URL, False
+        tools = mcp_server.build(api_url, args.region, signed)
+    except (mcp_server.UnreadableDocument, BotoCoreError, ClientError, KeyError) as error:
+        print(f"saga mcp: cannot read the orchestrator's API: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
+    server = mcp_server.create_server(tools)
+    names = ", ".join(op.operation_id for op in tools.operations)
+    where = f"http://127.0.0.1:{args.http}/mcp" if args.http else "stdio"
+    print(f"saga mcp: {api_url}{' (SigV4)' if signed else ''}: tools {names}; serving on {where}", file=sys.stderr)
+    if args.http:
+        mcp_server.serve_http(server, args.http)
+    else:
+        anyio.run(mcp_server.serve_stdio, server)
+    return 0
 
 
 def _wait_for(stop: threading.Event) -> None:
@@ -333,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_local(args)
     if args.command == "proxy":
         return _run_proxy(args)
+    if args.command == "mcp":
+        return _run_mcp(args)
     _quiet_function_logs()
     from botocore.exceptions import BotoCoreError, ClientError
     from urllib3.exceptions import HTTPError

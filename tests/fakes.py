@@ -212,3 +212,43 @@ def agent_key(journey_id: str, key: str, body: dict[str, Any]) -> AgentKey:
 
 def state_of(result: Result) -> str:
     return str(json.loads(result.body)["currentState"])
+
+
+class FakeOrchestratorApi:
+    """The MCP server's port to the orchestrator (saga.mcp_server.OrchestratorApi), scripted: `replies`
+    answer in order (an exception is raised instead of answered), then `default`; every request is kept."""
+
+    def __init__(self, document: dict[str, Any], default: Any = None) -> None:
+        from saga.mcp_server import ApiReply
+
+        self.document = document
+        self.default = default if default is not None else ApiReply(200, {"journeyId": "j1", "currentState": "created"})
+        self.replies: list[Any] = []
+        self.requests: list[Any] = []
+
+    def send(self, request: Any) -> Any:
+        from saga.mcp_server import DOCUMENT_PATH, ApiReply
+
+        if request.path == DOCUMENT_PATH:
+            return ApiReply(200, self.document)
+        self.requests.append(request)
+        reply = self.replies.pop(0) if self.replies else self.default
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+class InProcessOrchestrator:
+    """The real orchestrator app over FakeSystem, behind an in-process wire that can lose replies
+    (saga.local.inprocess), as the MCP server's HTTP adapter reaches it. `requests` keeps what went out."""
+
+    def __init__(self) -> None:
+        from functions.orchestrator.api import create_app as create_orchestrator_app
+
+        self.system = FakeSystem()
+        self.wire = InProcessHttp(problems.guarded(create_orchestrator_app(self.system.service)), "orchestrator")
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+
+    def request(self, method: str, url: str, body: bytes | None = None, headers: Any = None, **kwargs: Any) -> Any:
+        self.requests.append((method, url, dict(headers or {})))
+        return self.wire.request(method, url, body=body, headers=headers, **kwargs)

@@ -13,6 +13,11 @@ from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, pro
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
+# The orchestrator's operations an agent calls (its document also has `health`).
+AGENT_OPERATIONS = frozenset(
+    {"createJourney", "getJourney", "simulateLoan", "acceptSimulation", "disburseLoan", "cancelJourney"}
+)
+
 
 def quiet_metrics(service: str) -> Metrics:
     return Metrics(namespace="LoanSagaTests", service=service)

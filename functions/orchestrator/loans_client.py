@@ -69,8 +69,9 @@ class SigV4Signer:
         return dict(request.headers.items())
 
 
-class HttpLoansClient:
-    """LoansClient over HTTP(S) with per-attempt timeouts and no hidden retries."""
+class JsonHttpEndpoint:
+    """An HTTP(S) API at `base_url`: one attempt per request, a JSON body, signed when there is a signer,
+    no hidden retries or redirects (the caller decides what to retry), a timeout per attempt."""
 
     def __init__(
         self, base_url: str, http: HttpRequester, timeout: urllib3.Timeout, signer: SigV4Signer | None = None
@@ -80,20 +81,28 @@ class HttpLoansClient:
         self._timeout = timeout
         self._signer = signer
 
+    def _request(self, method: str, path: str, body: dict[str, Any] | None, headers: dict[str, str]) -> Any:
+        """The response; a transport failure raises urllib3's HTTPError."""
+        url = self._base_url + path
+        data = None if body is None else json.dumps(body).encode()
+        if self._signer is not None:
+            headers = self._signer.sign(method, url, data, headers)
+        return self._http.request(
+            method, url, body=data, headers=headers, timeout=self._timeout, retries=False, redirect=False
+        )
+
+
+class HttpLoansClient(JsonHttpEndpoint):
+    """LoansClient over HTTP(S) with per-attempt timeouts and no hidden retries."""
+
     def send(self, request: LoansRequest) -> LoansReply:
-        url = self._base_url + request.path
-        body = None if request.body is None else json.dumps(request.body).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if request.idempotency_key is not None:
             headers[HEADER] = request.idempotency_key
         if request.expected_seq is not None:
             headers[EXPECTED_SEQ_HEADER] = str(request.expected_seq)
-        if self._signer is not None:
-            headers = self._signer.sign(request.method, url, body, headers)
         try:
-            response = self._http.request(
-                request.method, url, body=body, headers=headers, timeout=self._timeout, retries=False, redirect=False
-            )
+            response = self._request(request.method, request.path, request.body, headers)
         except urllib3.exceptions.HTTPError as error:
             raise TransientLoansError(f"transport failure: {type(error).__name__}: {error}") from error
         if response.status >= 500 or response.status == 429:

@@ -1,0 +1,270 @@
+"""`saga mcp` without sockets: the tools the real orchestrator app's document makes, what a tool call
+sends and answers, and the server's own retries, with the real HTTP adapter over an in-process wire
+that can lose a reply after the command committed. Every parameter name comes from the document."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+import urllib3
+from mcp import Client
+
+from saga.mcp_server import (
+    ApiReply,
+    ApiUnreachable,
+    HttpOrchestratorApi,
+    JourneyTools,
+    TransportRetry,
+    UnreadableDocument,
+    create_server,
+    fetch_document,
+)
+from saga.openapi_tools import KEY_ARGUMENT
+from tests.fakes import FakeOrchestratorApi, InProcessOrchestrator
+from tests.support import AGENT_OPERATIONS
+
+TERMS = {"amount": 10000, "termMonths": 36}
+
+
+def tools_over(orchestrator: InProcessOrchestrator, sleeps: list[float] | None = None) -> JourneyTools:
+    api = HttpOrchestratorApi("http://orchestrator.invalid", orchestrator, urllib3.Timeout(connect=1, read=5))
+    recorded = [] if sleeps is None else sleeps
+    return JourneyTools(api, fetch_document(api, TransportRetry(), recorded.append), sleep=recorded.append)
+
+
+def journey_argument(tools: JourneyTools) -> str:
+    """The path parameter that names the journey, as the document spells it."""
+    (name,) = next(op for op in tools.operations if op.operation_id == "getJourney").path_parameters
+    return name
+
+
+def create(tools: JourneyTools) -> str:
+    outcome = tools.call("createJourney", {"customerId": "c-1"})
+    assert not outcome.is_error, outcome.guidance
+    return str(outcome.document["journeyId"])
+
+
+def document_of(orchestrator: InProcessOrchestrator) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(orchestrator.wire.request("GET", "http://o.invalid/openapi.json").data)
+    return document
+
+
+def operation_in(document: dict[str, Any], operation_id: str) -> tuple[str, dict[str, Any]]:
+    """(path, operation) of the operation with this id."""
+    return next(
+        (path, spec)
+        for path, item in document["paths"].items()
+        for spec in item.values()
+        if isinstance(spec, dict) and spec.get("operationId") == operation_id
+    )
+
+
+def test_the_tools_are_the_documents_operations_but_health():
+    # Given the orchestrator's own app
+    tools = tools_over(InProcessOrchestrator())
+    # When the tools are listed
+    listed = {tool.name: tool for tool in tools.tools()}
+    # Then there is one per operation but health, and only the GET is read-only; disburse asks for care
+    assert set(listed) == AGENT_OPERATIONS
+    read, disburse = listed["getJourney"].annotations, listed["disburseLoan"].annotations
+    assert read is not None
+    assert disburse is not None
+    assert read.read_only_hint is True
+    assert (disburse.read_only_hint, disburse.destructive_hint, disburse.idempotent_hint) == (None, True, True)
+    assert "Confirm with the user" in str(listed["disburseLoan"].description)
+    # and only the operations that declare an Idempotency-Key take an idempotencyKey
+    takes_key = {name for name, tool in listed.items() if KEY_ARGUMENT in tool.input_schema["properties"]}
+    assert takes_key == {"createJourney", "simulateLoan"}
+
+
+def test_a_reply_lost_after_the_commit_is_retried_with_the_same_key_and_nothing_is_doubled():
+    # Given a journey, and a wire that loses the simulate's first reply after the orchestrator committed it
+    orchestrator = InProcessOrchestrator()
+    sleeps: list[float] = []
+    tools = tools_over(orchestrator, sleeps)
+    journey = create(tools)
+    orchestrator.wire.faults = ["lose"]
+    sent_before = len(orchestrator.requests)
+    # When the model simulates without giving a key
+    outcome = tools.call("simulateLoan", {journey_argument(tools): journey, **TERMS})
+    # Then the server retried once with the key it made for this call, and the answer is the replay
+    attempts = orchestrator.requests[sent_before:]
+    keys = {headers["Idempotency-Key"] for _, _, headers in attempts}
+    assert len(attempts) == 2
+    assert keys == {outcome.idempotency_key}
+    assert sleeps[-1:] == [TransportRetry().base_delay_seconds]
+    assert not outcome.is_error
+    assert outcome.replayed
+    assert outcome.document["currentState"] == "simulated"
+    # and loans-api holds exactly one simulation
+    assert orchestrator.system.loans_store.statuses(journey, "SIMULATION#") == ["ACTIVE"]
+
+
+def test_each_tool_call_without_a_key_gets_a_new_one():
+    # Given a journey
+    orchestrator = InProcessOrchestrator()
+    tools = tools_over(orchestrator)
+    journey = create(tools)
+    # When the model simulates twice without a key (two requests, not a repeat)
+    first = tools.call("simulateLoan", {journey_argument(tools): journey, **TERMS})
+    second = tools.call("simulateLoan", {journey_argument(tools): journey, **TERMS})
+    # Then each call had its own key, and each made a quote
+    assert first.idempotency_key != second.idempotency_key
+    assert not second.replayed
+    assert sorted(orchestrator.system.loans_store.statuses(journey, "SIMULATION#")) == ["ACTIVE", "SUPERSEDED"]
+
+
+def test_a_create_whose_reply_is_lost_makes_one_journey():
+    # Given a wire that loses the create's reply after the journey was made
+    orchestrator = InProcessOrchestrator()
+    tools = tools_over(orchestrator)
+    orchestrator.wire.faults = ["lose"]
+    # When the model creates a journey
+    outcome = tools.call("createJourney", {"customerId": "c-1"})
+    # Then the retry is answered from the first attempt's receipt: one journey
+    assert outcome.replayed
+    assert list(orchestrator.system.journeys.records) == [outcome.document["journeyId"]]
+
+
+def test_an_orchestrator_that_never_answers_is_a_retryable_problem_naming_the_key():
+    # Given an orchestrator whose every request times out
+    orchestrator = InProcessOrchestrator()
+    tools = tools_over(orchestrator)
+    journey = create(tools)
+    orchestrator.wire.persistent_fault = "timeout"
+    # When the model simulates with its own key
+    outcome = tools.call("simulateLoan", {journey_argument(tools): journey, **TERMS, KEY_ARGUMENT: "k-7"})
+    # Then it gets a retryable problem telling it to repeat with that key, after the server's own attempts
+    assert outcome.is_error
+    assert outcome.document["status"] == 503
+    assert outcome.document["retryable"] is True
+    assert outcome.document[KEY_ARGUMENT] == "k-7"
+    assert "k-7" in outcome.guidance
+    attempts = [r for r in orchestrator.requests if r[1].endswith("/simulate")]
+    assert len(attempts) == TransportRetry().attempts
+
+
+def test_a_refused_command_is_a_problem_with_the_legal_actions_as_tool_calls():
+    # Given a journey in created
+    orchestrator = InProcessOrchestrator()
+    tools = tools_over(orchestrator)
+    journey = create(tools)
+    name = journey_argument(tools)
+    # When the model disburses
+    outcome = tools.call("disburseLoan", {name: journey})
+    # Then the problem lists what is legal, and the guidance spells each as a tool call
+    assert outcome.is_error
+    assert outcome.document["status"] == 409
+    assert {action["name"] for action in outcome.document["availableActions"]} == {"simulate", "cancel"}
+    assert f"simulateLoan({name}={journey!r})" in outcome.guidance
+    assert f"cancelJourney({name}={journey!r})" in outcome.guidance
+
+
+def test_arguments_that_cannot_make_a_request_are_a_problem_and_nothing_is_sent():
+    # Given the tools
+    orchestrator = InProcessOrchestrator()
+    tools = tools_over(orchestrator)
+    sent_before = len(orchestrator.requests)
+    # When the model leaves out the journey and adds a field the operation does not have
+    outcome = tools.call("acceptSimulation", {"journey": "x"})
+    # Then it gets a 422 problem naming both, and nothing went out
+    assert outcome.is_error
+    assert outcome.document["status"] == 422
+    assert {error["field"] for error in outcome.document["errors"]} == {"journey", journey_argument(tools)}
+    assert len(orchestrator.requests) == sent_before
+
+
+def test_a_journey_id_cannot_walk_to_another_path():
+    # Given the tools over a scripted orchestrator
+    orchestrator = InProcessOrchestrator()
+    api = FakeOrchestratorApi(document_of(orchestrator), default=ApiReply(404, {"title": "x", "status": 404}))
+    tools = JourneyTools(api, api.document)
+    # When the journey argument holds a path
+    tools.call("getJourney", {journey_argument(tools): "../health"})
+    # Then it is one encoded segment
+    assert api.requests[-1].path == "/journeys/..%2Fhealth"
+
+
+def test_an_answer_that_is_not_a_problem_document_becomes_one():
+    # Given an API Gateway that refuses the request itself (a bad signature)
+    orchestrator = InProcessOrchestrator()
+    api = FakeOrchestratorApi(document_of(orchestrator), default=ApiReply(403, {"message": "Forbidden"}))
+    tools = JourneyTools(api, api.document)
+    # When a tool is called
+    outcome = tools.call("getJourney", {journey_argument(tools): "j1"})
+    # Then the model gets a problem document with the gateway's message, not retryable
+    assert outcome.is_error
+    assert {k: outcome.document[k] for k in ("status", "detail", "retryable")} == {
+        "status": 403,
+        "detail": "Forbidden",
+        "retryable": False,
+    }
+
+
+def test_reads_and_idempotent_commands_are_retried_but_an_unkeyed_unknown_write_is_not():
+    # Given an orchestrator whose first answer never arrives, and a document with a write that takes no
+    # key and is not known to be idempotent
+    document = document_of(InProcessOrchestrator())
+    accept_path, accept = operation_in(document, "acceptSimulation")
+    document["paths"][accept_path.replace("/accept", "/topup")] = {"post": {**accept, "operationId": "topUp"}}
+    name = journey_argument(JourneyTools(FakeOrchestratorApi(document), document))
+    api = FakeOrchestratorApi(json.loads(json.dumps(document).replace(name, "jid")))
+    tools = JourneyTools(api, api.document, sleep=lambda _: None)
+    outcomes = {}
+    for name in ("getJourney", "acceptSimulation", "topUp"):
+        api.replies = [ApiUnreachable("reset")]
+        # When each is called
+        outcomes[name] = tools.call(name, {"jid": "j1"})
+    # Then the read and the idempotent accept were retried and answered; the unknown write was not retried
+    assert not outcomes["getJourney"].is_error
+    assert not outcomes["acceptSimulation"].is_error
+    assert outcomes["topUp"].document["status"] == 503
+    assert [request.path for request in api.requests] == [
+        "/journeys/j1",
+        "/journeys/j1",
+        "/journeys/j1/accept",
+        "/journeys/j1/accept",
+        "/journeys/j1/topup",
+    ]
+
+
+def test_a_failure_inside_the_server_reaches_the_model_as_a_problem_without_a_traceback():
+    # Given a port that fails in a way nobody planned for
+    api = FakeOrchestratorApi(document_of(InProcessOrchestrator()))
+    api.replies = [RuntimeError("boom")]
+    tools = JourneyTools(api, api.document)
+    server = create_server(tools)
+
+    # When an MCP client calls a tool
+    async def call() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool("getJourney", {journey_argument(tools): "j1"})
+
+    result = anyio.run(call)
+    # Then it is a tool error carrying a problem document, and no stack trace
+    assert result.is_error
+    assert result.structured_content["status"] == 500
+    assert "RuntimeError: boom" in result.structured_content["detail"]
+    assert all("Traceback" not in block.text for block in result.content)
+
+
+class Unreachable:
+    def send(self, request: Any) -> ApiReply:
+        raise ApiUnreachable("refused")
+
+
+def test_a_server_that_cannot_read_the_document_says_so_after_its_retries():
+    # Given an orchestrator that never answers, and one that answers something that is not a document
+    silent = Unreachable()
+    wrong = FakeOrchestratorApi({"title": "not found", "status": 404})
+    sleeps: list[float] = []
+    # When the tools are built from them
+    # Then neither yields tools: each is an error naming why, the silent one after the retry schedule
+    with pytest.raises(UnreadableDocument, match="unreachable: refused"):
+        fetch_document(silent, TransportRetry(), sleeps.append)
+    assert sleeps == TransportRetry().delays()
+    with pytest.raises(UnreadableDocument, match="answered 200"):
+        fetch_document(wrong, TransportRetry(), sleeps.append)
