@@ -42,8 +42,7 @@ _UPDATED = {
 
 
 def create_app(service: LoansService) -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
-    problems.install(app)
+    app = problems.new_resolver()
 
     def keyed(key: str, body: BaseModel | None = None) -> KeyedRequest:
         event = app.current_event

@@ -47,8 +47,7 @@ Errors are RFC 9457 problem+json with `retryable`: when it is true, repeat the s
 
 
 def create_app(service: JourneyService) -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
-    problems.install(app)
+    app = problems.new_resolver()
 
     def agent_key(key: str | None, body: BaseModel) -> AgentKey | None:
         """The agent's key, fingerprinted over the VALIDATED request: `10000`, `10000.0` and `1e4`
