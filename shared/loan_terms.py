@@ -31,9 +31,12 @@ Amount = Annotated[
             "type": "number",
             "minimum": float(MIN_AMOUNT),
             "maximum": float(MAX_AMOUNT),
-            "multipleOf": 0.01,
+            # No `multipleOf: 0.01`: validators that use binary floats refuse 1234.56 with it. The server
+            # checks the 2 places on the exact decimal (shared/json_input.py).
             "description": "Principal in the loan's currency: a JSON number from 500 to 100000 with at most "
-            "2 decimal places. Amounts in responses are decimal strings with 2 places.",
+            "2 decimal places (10000, 2500.5 and 1234.56 are valid; 1234.567 is refused, never rounded). Amounts "
+            "in responses are decimal strings with 2 places.",
+            "examples": [10000, 1234.56],
         }
     ),
 ]
@@ -66,6 +69,7 @@ TermMonths = Annotated[
             "minimum": MIN_TERM_MONTHS,
             "maximum": MAX_TERM_MONTHS,
             "description": "Term in whole months, 3 to 120.",
+            "examples": [36],
         }
     ),
 ]

@@ -22,7 +22,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, Field
 
-from shared import errors, json_input
+from shared import errors, json_input, openapi
+from shared.control_record import ActionView
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 JSON_MEDIA_TYPE = "application/json"
@@ -277,6 +278,15 @@ def new_resolver() -> APIGatewayRestResolver:
     return app
 
 
+class Health(BaseModel):
+    status: str = Field(description="`ok`.")
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="Where: `body.amount`, `header.idempotency-key`, ...")
+    message: str
+
+
 class ProblemDetails(BaseModel):
     """RFC 9457 problem details, as every error response of both APIs carries them."""
 
@@ -285,33 +295,37 @@ class ProblemDetails(BaseModel):
     status: int
     detail: str = Field(description="What went wrong with this request, in words.")
     retryable: bool = Field(description="True when the same request may succeed later; retrying is safe.")
-    availableActions: list[dict[str, str]] | None = Field(
-        default=None, description="On 409: the commands that are legal now."
+    availableActions: list[ActionView] = Field(
+        default_factory=list, description="On 409 from the orchestrator: the commands that are legal now."
     )
-    errors: list[dict[str, str]] | None = Field(default=None, description="On 422: each invalid field.")
+    errors: list[FieldError] = Field(
+        default_factory=list, description=f"On 422: each invalid field (the first {MAX_LISTED_ERRORS})."
+    )
+    errorsOmitted: int = Field(default=0, description="On 422: how many invalid fields `errors` leaves out.")
 
 
-def success(description: str, model: Any = None) -> OpenAPIResponse:
-    """An OpenAPI success response: JSON, described by `model` when given."""
-    content: Any = {"model": model} if model is not None else {"schema": {"type": "object"}}
-    return {"description": description, "content": {"application/json": content}}
+def success(description: str, model: Any) -> OpenAPIResponse:
+    """An OpenAPI success response: JSON described by `model`."""
+    return {"description": description, "content": {"application/json": {"model": model}}}
 
 
-# Every operation can answer these: bad headers or JSON, wrong method, too large, not JSON, invalid.
-COMMON_ERRORS = (400, 405, 413, 415, 422)
+# Every operation can answer these: bad headers or JSON, wrong method, too large, not JSON, invalid,
+# and (it is software) an unexpected error.
+COMMON_ERRORS = (400, 405, 413, 415, 422, 500)
 
 
 def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
     """OpenAPI `responses` entries for the given error statuses, plus the ones every operation has."""
     statuses = tuple(sorted({*statuses, *COMMON_ERRORS}))
     descriptions = {
-        400: "Malformed JSON or a missing/invalid header.",
+        400: "Malformed JSON (or nested deeper than 32 levels), or a missing/invalid header. Fix the request.",
         404: "Not found.",
         405: "The path exists, but not for this method (see the Allow header).",
         409: "Not allowed in the current state.",
         413: "Body larger than 64 KiB.",
         415: "Body sent with a content type other than application/json.",
         422: "Invalid input, or an Idempotency-Key reused with a different body.",
+        500: "An unexpected error; `retryable` is true: repeating the same request (same Idempotency-Key) is safe.",
         502: "A dependency rejected the request unexpectedly.",
         503: "A dependency is unavailable; retrying the same request is safe.",
     }
@@ -325,9 +339,9 @@ def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
 
 
 def serve_openapi(app: APIGatewayRestResolver, title: str, description: str) -> None:
-    """Serve the app's OpenAPI 3 document at GET /openapi.json."""
+    """Serve the app's OpenAPI 3.1 document (shared/openapi.py) at GET /openapi.json."""
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi_document() -> Response[str]:
-        document = app.get_openapi_json_schema(title=title, version="1.0.0", description=description)
-        return Response(status_code=200, content_type="application/json", body=document)
+        body = json.dumps(openapi.document(app, title, description), separators=(",", ":"))
+        return Response(status_code=200, content_type="application/json", body=body)

@@ -6,20 +6,26 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
 from functions.loans_api.models import (
     AcceptanceRequest,
+    AcceptanceResponse,
+    CancellationResponse,
     DisbursementRequest,
+    DisbursementResponse,
     JourneyTruthResponse,
     SimulationRequest,
+    SimulationResponse,
 )
 from functions.loans_api.service import KeyedRequest, LoansService, Reply
 from shared import problems
 from shared.idempotency import HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, require_key
 from shared.loan_terms import ID_PATTERN
+from shared.problems import Health
 
-PathId = Annotated[str, Path(pattern=ID_PATTERN)]
+PathId = Annotated[str, Path(alias="journeyId", pattern=ID_PATTERN, description="The journey's id.")]
 IdempotencyKey = Annotated[
     str,
     Header(
@@ -31,14 +37,11 @@ IdempotencyKey = Annotated[
     ),
 ]
 _WRITE_ERRORS = problems.problem_responses(404, 409, 503)
-_CREATED = {
-    201: problems.success("Committed, or replayed from the key's receipt (header Idempotent-Replayed)."),
-    **_WRITE_ERRORS,
-}
-_UPDATED = {
-    200: problems.success("Committed, or replayed from the key's receipt (header Idempotent-Replayed)."),
-    **_WRITE_ERRORS,
-}
+_ANSWER = "Committed, or the recorded answer of an earlier request with this key (header Idempotent-Replayed)."
+
+
+def _written(status: int, model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
+    return {status: problems.success(_ANSWER, model), **_WRITE_ERRORS}
 
 
 def create_app(service: LoansService) -> APIGatewayRestResolver:
@@ -56,9 +59,10 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     @app.post(
         "/simulations",
         operation_id="createSimulation",
-        responses=_CREATED,
+        responses=_written(201, SimulationResponse),
         summary="Price a loan and make it the journey's active simulation",
-        description="In one transaction: the new simulation becomes ACTIVE, the previous one SUPERSEDED, and an "
+        description="Called by the orchestrator's simulateLoan. "
+        "In one transaction: the new simulation becomes ACTIVE, the previous one SUPERSEDED, and an "
         "ACTIVE acceptance (if any) CANCELLED. 409 once the journey is cancelled or disbursed.",
     )
     def create_simulation(body: SimulationRequest, idempotency_key: IdempotencyKey) -> Response[str]:
@@ -68,9 +72,10 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     @app.post(
         "/acceptances",
         operation_id="createAcceptance",
-        responses=_CREATED,
+        responses=_written(201, AcceptanceResponse),
         summary="Accept the journey's active simulation",
-        description="409 unless `simulationId` is the ACTIVE simulation and no acceptance is ACTIVE.",
+        description="Called by the orchestrator's acceptSimulation, with the simulation it shows. "
+        "409 unless `simulationId` is the ACTIVE simulation and no acceptance is ACTIVE.",
     )
     def create_acceptance(body: AcceptanceRequest, idempotency_key: IdempotencyKey) -> Response[str]:
         return reply(service.create_acceptance(keyed(idempotency_key, body), body.journeyId, body.simulationId))
@@ -78,20 +83,22 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     @app.post(
         "/disbursements",
         operation_id="createDisbursement",
-        responses=_CREATED,
+        responses=_written(201, DisbursementResponse),
         summary="Disburse the journey's active acceptance. One disbursement per journey, ever.",
-        description="409 unless `acceptanceId` is the ACTIVE acceptance; a second disbursement is refused by a "
+        description="Called by the orchestrator's disburseLoan. "
+        "409 unless `acceptanceId` is the ACTIVE acceptance; a second disbursement is refused by a "
         "domain condition, whatever key it carries.",
     )
     def create_disbursement(body: DisbursementRequest, idempotency_key: IdempotencyKey) -> Response[str]:
         return reply(service.create_disbursement(keyed(idempotency_key, body), body.journeyId, body.acceptanceId))
 
     @app.post(
-        "/journeys/<journey_id>/cancel",
+        "/journeys/<journeyId>/cancel",
         operation_id="cancelJourney",
-        responses=_UPDATED,
+        responses=_written(200, CancellationResponse),
         summary="Cancel the journey and everything active in it",
-        description="In one transaction: the ledger says `cancelled` (created if the journey had no command yet) "
+        description="Called by the orchestrator's cancelJourney. "
+        "In one transaction: the ledger says `cancelled` (created if the journey had no command yet) "
         "and the ACTIVE acceptance and simulation are CANCELLED. Every later write for the journey is 409. "
         "409 if the journey was disbursed or is already cancelled (a repeat with the same key replays instead).",
     )
@@ -99,10 +106,11 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         return reply(service.cancel_journey(keyed(idempotency_key), journey_id))
 
     @app.get(
-        "/journeys/<journey_id>",
+        "/journeys/<journeyId>",
         operation_id="getJourneyTruth",
         summary="The journey's truth",
-        description="`state` (in the Control Record's vocabulary) and `lastEvent` come from the ledger: applying "
+        description="Read by the orchestrator before it refuses a command (its catch-up) and by `saga audit`. "
+        "`state` (in the Control Record's vocabulary) and `lastEvent` come from the ledger: applying "
         "`lastEvent` brings any Control Record up to date. 404 while the journey has had no command.",
         responses={
             200: {
@@ -126,7 +134,13 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         )
         return Response(status_code=200, content_type="application/json", body=body.model_dump_json())
 
-    @app.get("/health", operation_id="health", responses={200: problems.success("Up."), **problems.problem_responses()})
+    @app.get(
+        "/health",
+        operation_id="health",
+        summary="Liveness",
+        description="For monitoring: 200 while the API answers.",
+        responses={200: problems.success("Up.", Health), **problems.problem_responses()},
+    )
     def health() -> dict[str, str]:
         return {"status": "ok"}
 

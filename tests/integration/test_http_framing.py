@@ -74,7 +74,8 @@ def test_content_length_and_chunked_together_are_refused(server):
 
 def test_a_chunked_body_reaches_the_function_whole_and_the_connection_stays_usable(server):
     # Given a chunked request (with an extension and a trailer), then a second request on the same connection
-    chunked = b'POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\n{"a":\r\n3\r\n 1}\r\n0\r\nX-T: 1\r\n\r\n'
+    head = b"POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunked = head + b'5;ext=1\r\n{"a":\r\n3\r\n 1}\r\n0\r\nX-T: 1\r\n\r\n'
     second = b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
     # When both are sent at once
     received = responses(exchange(server, chunked + second))
