@@ -124,10 +124,23 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="a scripted agent walks one journey through its links")
     target_options(demo)
 
+    _openapi_parser(commands, target_options)
+
     proxy = commands.add_parser("proxy", help="a fault-injecting TCP proxy with Toxiproxy's control API")
     proxy.add_argument("--host", default="127.0.0.1")
     proxy.add_argument("--control-port", type=int, default=8474, help="Toxiproxy-compatible HTTP API port")
     return parser
+
+
+def _openapi_parser(commands: Any, target_options: Any) -> None:
+    spec = commands.add_parser(
+        "openapi",
+        help="print an API's OpenAPI document: as served (3.1), or exported for Amazon Bedrock Agents (3.0.0)",
+    )
+    spec.add_argument("--format", choices=["openapi", "bedrock"], default="openapi", dest="spec_format")
+    spec.add_argument("--api", choices=["orchestrator", "loans-api"], default="orchestrator")
+    spec.add_argument("--out", help="write the document to this file instead of stdout")
+    target_options(spec)
 
 
 def _target(args: argparse.Namespace) -> Any:
@@ -290,7 +303,26 @@ def _demo(args: argparse.Namespace, target: Any) -> int:
     return 0
 
 
-_OPERATIONS = {"status": _status, "dlq": _dlq, "journey": _journey, "audit": _audit, "demo": _demo}
+def _openapi(args: argparse.Namespace, target: Any) -> int:
+    from saga import ops
+
+    text = json.dumps(ops.openapi_document(target, args.api, args.spec_format), indent=2) + "\n"
+    if args.out:
+        with open(args.out, "w") as out:
+            out.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+_OPERATIONS = {
+    "status": _status,
+    "dlq": _dlq,
+    "journey": _journey,
+    "audit": _audit,
+    "demo": _demo,
+    "openapi": _openapi,
+}
 
 
 def _quiet_function_logs() -> None:
