@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from types import SimpleNamespace
+from typing import Any
 
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation import OpenAPIV30SpecValidator
@@ -86,16 +87,22 @@ def test_a_generated_client_runs_a_whole_journey_with_a_replay_and_a_409(system,
 
 def test_a_generic_agent_finishes_journeys_knowing_only_post_journeys(system):
     # Given an agent that knows nothing but POST /journeys, the document and a goal by operationId
-    unused = dict.fromkeys(("loans_table", "journeys_table", "events_queue_url", "events_dlq_url"), "")
     target = ops.Target(
         region="us-east-1",
         endpoint_url=system.aws_url,
+        loans_table="",
+        journeys_table="",
+        events_queue_url="",
+        events_dlq_url="",
         relay_failures_url="",
         api_url=system.api_url,
         loans_api_url=system.loans_url,
-        **unused,
     )
-    plan = [("simulateLoan", None), ("acceptSimulation", None), ("disburseLoan", None)]
+    plan: list[tuple[str, dict[str, Any] | None]] = [
+        ("simulateLoan", None),
+        ("acceptSimulation", None),
+        ("disburseLoan", None),
+    ]
     # When it follows the links five times
     finals = [ops.follow_links(target, plan, lambda _: None, customer=f"generic-{i}") for i in range(5)]
     # Then every journey is disbursed with the schema's example amount
