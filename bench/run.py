@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -95,12 +96,18 @@ class JourneyCost:
     invocations: Counter[str] = field(default_factory=Counter)
 
 
+def _headers(path: str) -> dict[str, str]:
+    """JSON, and on createJourney the Idempotency-Key it requires (a new one: each call a new journey)."""
+    headers = {"Content-Type": "application/json"}
+    if path == "/journeys":
+        headers["Idempotency-Key"] = str(uuid.uuid4())
+    return headers
+
+
 def _call(handler: Any, method: str, path: str, body: Any = None) -> HttpResponse:
     import json
 
-    event = proxy_event(
-        method, path, {"Content-Type": "application/json"}, None if body is None else json.dumps(body).encode()
-    )
+    event = proxy_event(method, path, _headers(path), None if body is None else json.dumps(body).encode())
     return http_response(handler(event, LambdaContextStub("bench")))
 
 
@@ -204,7 +211,7 @@ def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
             method,
             runtime_api + path,
             body=None if body is None else json.dumps(body),
-            headers={"Content-Type": "application/json"},
+            headers=_headers(path),
         )
         with lock:
             latencies.append((time.monotonic() - started) * 1000)
@@ -242,7 +249,7 @@ def backstop_lag(api: str, loans_api: str, samples: int) -> list[float]:
                 "POST",
                 f"{api}/journeys",
                 body=json.dumps({"customerId": "lag"}),
-                headers={"Content-Type": "application/json"},
+                headers=_headers("/journeys"),
             ).data
         )
         journey_id = record["journeyId"]

@@ -40,41 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    local = commands.add_parser("local", help="run the whole system on this machine (Ctrl-C stops it)")
-    local.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback by default)")
-    local.add_argument("--port", type=int, default=3000, help="orchestrator API port")
-    local.add_argument("--loans-port", type=int, default=3001, help="loans-api port")
-    local.add_argument("--aws-port", type=int, default=4566, help="local AWS endpoint (moto) port")
-    local.add_argument(
-        "--loans-api-url",
-        default=None,
-        help="where the orchestrator reaches loans-api (default: the local loans-api; "
-        "point it at a fault proxy to cut road 1)",
-    )
-    local.add_argument(
-        "--sweep-threshold", type=float, default=60.0, help="republish outbox events pending longer than this (seconds)"
-    )
-    local.add_argument("--log-level", default="WARNING", help="functions' log level (DEBUG, INFO, WARNING)")
-    local.add_argument(
-        "--disable",
-        action="append",
-        default=[],
-        choices=["relay", "consumer", "sweeper"],
-        help="leave a poller off (repeatable): without the consumer, road 2 stops at the queue",
-    )
-    local.add_argument(
-        "--aws-faults",
-        action="append",
-        default=[],
-        metavar="SERVICE:OPERATION:KIND[@RATE],...",
-        help="AWS errors the local endpoint answers (repeatable), e.g. "
-        "dynamodb:TransactWriteItems:TransactionConflict@0.02,sns:PublishBatch:Throttled@0.05 (OPERATION may be *; "
-        "kinds: see saga/local/aws_faults.py); changed at run time through the endpoint's /_saga/faults",
-    )
-    local.add_argument("--aws-faults-seed", type=int, default=None, help="seed of the AWS faults' random draws")
-    local.add_argument(
-        "--state-file", default=None, help="where to record the URLs (default: .saga/local.json, or $SAGA_STATE_FILE)"
-    )
+    _add_local(commands)
 
     def target_options(sub: argparse.ArgumentParser) -> None:
         sub.add_argument(
@@ -133,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     target_options(demo)
 
     _add_mcp(commands)
+    _openapi_parser(commands, target_options)
 
     proxy = commands.add_parser("proxy", help="a fault-injecting TCP proxy with Toxiproxy's control API")
     proxy.add_argument("--host", default="127.0.0.1")
@@ -142,6 +109,44 @@ def _parser() -> argparse.ArgumentParser:
 
 def _default_region() -> str:
     return os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+
+
+def _add_local(commands: Any) -> None:
+    local = commands.add_parser("local", help="run the whole system on this machine (Ctrl-C stops it)")
+    local.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback by default)")
+    local.add_argument("--port", type=int, default=3000, help="orchestrator API port")
+    local.add_argument("--loans-port", type=int, default=3001, help="loans-api port")
+    local.add_argument("--aws-port", type=int, default=4566, help="local AWS endpoint (moto) port")
+    local.add_argument(
+        "--loans-api-url",
+        default=None,
+        help="where the orchestrator reaches loans-api (default: the local loans-api; "
+        "point it at a fault proxy to cut road 1)",
+    )
+    local.add_argument(
+        "--sweep-threshold", type=float, default=60.0, help="republish outbox events pending longer than this (seconds)"
+    )
+    local.add_argument("--log-level", default="WARNING", help="functions' log level (DEBUG, INFO, WARNING)")
+    local.add_argument(
+        "--disable",
+        action="append",
+        default=[],
+        choices=["relay", "consumer", "sweeper"],
+        help="leave a poller off (repeatable): without the consumer, road 2 stops at the queue",
+    )
+    local.add_argument(
+        "--aws-faults",
+        action="append",
+        default=[],
+        metavar="SERVICE:OPERATION:KIND[@RATE],...",
+        help="AWS errors the local endpoint answers (repeatable), e.g. "
+        "dynamodb:TransactWriteItems:TransactionConflict@0.02,sns:PublishBatch:Throttled@0.05 (OPERATION may be *; "
+        "kinds: see saga/local/aws_faults.py); changed at run time through the endpoint's /_saga/faults",
+    )
+    local.add_argument("--aws-faults-seed", type=int, default=None, help="seed of the AWS faults' random draws")
+    local.add_argument(
+        "--state-file", default=None, help="where to record the URLs (default: .saga/local.json, or $SAGA_STATE_FILE)"
+    )
 
 
 def _add_mcp(commands: Any) -> None:
@@ -160,6 +165,17 @@ def _add_mcp(commands: Any) -> None:
     mcp.add_argument(
         "--http", type=int, default=None, metavar="PORT", help="streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
     )
+
+
+def _openapi_parser(commands: Any, target_options: Any) -> None:
+    spec = commands.add_parser(
+        "openapi",
+        help="print an API's OpenAPI document: as served (3.1), or exported for Amazon Bedrock Agents (3.0.0)",
+    )
+    spec.add_argument("--format", choices=["openapi", "bedrock"], default="openapi", dest="spec_format")
+    spec.add_argument("--api", choices=["orchestrator", "loans-api"], default="orchestrator")
+    spec.add_argument("--out", help="write the document to this file instead of stdout")
+    target_options(spec)
 
 
 def _target(args: argparse.Namespace) -> Any:
@@ -361,7 +377,26 @@ def _demo(args: argparse.Namespace, target: Any) -> int:
     return 0
 
 
-_OPERATIONS = {"status": _status, "dlq": _dlq, "journey": _journey, "audit": _audit, "demo": _demo}
+def _openapi(args: argparse.Namespace, target: Any) -> int:
+    from saga import ops
+
+    text = json.dumps(ops.openapi_document(target, args.api, args.spec_format), indent=2) + "\n"
+    if args.out:
+        with open(args.out, "w") as out:
+            out.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+_OPERATIONS = {
+    "status": _status,
+    "dlq": _dlq,
+    "journey": _journey,
+    "audit": _audit,
+    "demo": _demo,
+    "openapi": _openapi,
+}
 
 
 def _quiet_function_logs() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from shared.events import (
     AcceptanceSummary,
@@ -55,3 +55,23 @@ def new_control_record(journey_id: str, customer_id: str, now: datetime) -> Cont
         updatedAt=now,
         stateEnteredAt=now,
     )
+
+
+class ActionView(Message):
+    """A HATEOAS link as the agent receives it, in a Control Record and in a 409 problem: enough to
+    make the call with nothing but the API's OpenAPI document."""
+
+    name: str = Field(description="The command: simulate, accept, disburse or cancel.")
+    operationId: str = Field(description="The operation in the OpenAPI document that this link calls.")
+    method: str = Field(description="The HTTP method to use (always POST).")
+    href: str = Field(description="The path to call, relative to the API's base URL.")
+    requestSchema: Annotated[
+        str | None,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "description": "Present when the call takes a JSON body: a reference to its schema in the "
+                "OpenAPI document (e.g. `#/components/schemas/SimulateRequest`). Absent: send no body.",
+            }
+        ),
+    ] = None

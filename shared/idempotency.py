@@ -76,6 +76,8 @@ class Receipt:
     def replay_for(self, request_hash: str) -> Receipt:
         """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""
         if request_hash != self.request_hash:
-            # The detail never shows the key: a stored key may be a service's internal scope.
-            raise IdempotencyKeyReused(f"this {HEADER} was already used for a different request")
+            # Never the key itself: a receipt's key is an internal scope (caller, operation, key).
+            raise IdempotencyKeyReused(
+                f"this {HEADER} was already used for a different request; send a new key for a new request"
+            )
         return self

@@ -12,6 +12,7 @@ MAX_AMOUNT = Decimal("100000")
 MIN_TERM_MONTHS = 3
 MAX_TERM_MONTHS = 120
 ID_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
+_INT_DIGITS = 18
 
 
 def _number_only(value: object) -> object:
@@ -30,16 +31,27 @@ Amount = Annotated[
             "type": "number",
             "minimum": float(MIN_AMOUNT),
             "maximum": float(MAX_AMOUNT),
-            "multipleOf": 0.01,
+            # No `multipleOf: 0.01`: validators that use binary floats refuse 1234.56 with it. The server
+            # checks the 2 places on the exact decimal (shared/json_input.py).
             "description": "Principal in the loan's currency: a JSON number from 500 to 100000 with at most "
-            "2 decimal places. Amounts in responses are decimal strings with 2 places.",
+            "2 decimal places (10000, 2500.5 and 1234.56 are valid; 1234.567 is refused, never rounded). Amounts "
+            "in responses are decimal strings with 2 places.",
+            "examples": [10000, 1234.56],
         }
     ),
 ]
 
 
 def _whole_number(value: object) -> object:
-    """A JSON integer: 12, or 12.0 (JSON Schema counts it as an integer); never "12" or 12.5."""
+    """A JSON integer: 12, or 12.0 (JSON Schema counts it as an integer); never "12" or 12.5. Bodies
+    parse numbers as Decimal (shared/json_input.py): a whole one in int's range becomes an int, any
+    other fails here, before anything converts a 60,000-digit number."""
+    if isinstance(value, Decimal):
+        # adjusted() is the exponent of the leading digit: a bound checked without arithmetic, which
+        # would overflow the decimal context for 1e999999999.
+        if value.is_finite() and value.adjusted() < _INT_DIGITS and value == value.to_integral_value():
+            return int(value)
+        raise ValueError(f"must be a whole number of months from {MIN_TERM_MONTHS} to {MAX_TERM_MONTHS}")
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -57,6 +69,7 @@ TermMonths = Annotated[
             "minimum": MIN_TERM_MONTHS,
             "maximum": MAX_TERM_MONTHS,
             "description": "Term in whole months, 3 to 120.",
+            "examples": [36],
         }
     ),
 ]

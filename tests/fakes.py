@@ -17,11 +17,13 @@ from functions.loans_api.api import create_app as create_loans_app
 from functions.loans_api.domain import Change, EntityWrite, Ledger
 from functions.loans_api.service import LoansService
 from functions.loans_api.store import CommitOutcome, CommitStatus, JourneyTruth
+from functions.orchestrator import keys
 from functions.orchestrator.deadline import RequestDeadline
 from functions.orchestrator.loans_client import HttpLoansClient
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.service import AgentKey, JourneyService, Result
+from saga.local.apigw import DEFAULT_CALLER
 from saga.local.inprocess import InProcessHttp
 from shared import problems
 from shared.applier import EventApplier
@@ -205,9 +207,8 @@ class FakeSystem:
 
 def agent_key(journey_id: str, key: str, body: dict[str, Any]) -> AgentKey:
     """The AgentKey the API makes of an agent's Idempotency-Key on simulate."""
-    return AgentKey(
-        scope=f"simulateLoan {journey_id} {key}", request_hash=fingerprint("simulateLoan", journey_id, body)
-    )
+    scope = keys.agent_scope(DEFAULT_CALLER, "simulateLoan", journey_id, key)
+    return AgentKey(scope=scope, request_hash=fingerprint("simulateLoan", journey_id, body))
 
 
 def state_of(result: Result) -> str:

@@ -6,21 +6,27 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
 from functions.loans_api.models import (
     AcceptanceRequest,
+    AcceptanceResponse,
+    CancellationResponse,
     DisbursementRequest,
+    DisbursementResponse,
     JourneyTruthResponse,
     LedgerResponse,
     SimulationRequest,
+    SimulationResponse,
 )
 from functions.loans_api.service import KeyedRequest, LoansService, Reply
 from shared import problems
 from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, require_key
 from shared.loan_terms import ID_PATTERN
+from shared.problems import Health
 
-PathId = Annotated[str, Path(pattern=ID_PATTERN)]
+PathId = Annotated[str, Path(alias="journeyId", pattern=ID_PATTERN, description="The journey's id.")]
 IdempotencyKey = Annotated[
     str,
     Header(
@@ -43,19 +49,15 @@ ExpectedSeq = Annotated[
     ),
 ]
 _WRITE_ERRORS = problems.problem_responses(404, 409, 412, 503)
-_CREATED = {
-    201: problems.success("Committed, or replayed from the key's receipt (header Idempotent-Replayed)."),
-    **_WRITE_ERRORS,
-}
-_UPDATED = {
-    200: problems.success("Committed, or replayed from the key's receipt (header Idempotent-Replayed)."),
-    **_WRITE_ERRORS,
-}
+_ANSWER = "Committed, or the recorded answer of an earlier request with this key (header Idempotent-Replayed)."
+
+
+def _written(status: int, model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
+    return {status: problems.success(_ANSWER, model), **_WRITE_ERRORS}
 
 
 def create_app(service: LoansService) -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
-    problems.install(app)
+    app = problems.new_resolver()
 
     def keyed(key: str, expected_seq: int | None, body: BaseModel | None = None) -> KeyedRequest:
         event = app.current_event
@@ -69,9 +71,10 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     @app.post(
         "/simulations",
         operation_id="createSimulation",
-        responses=_CREATED,
+        responses=_written(201, SimulationResponse),
         summary="Price a loan and make it the journey's active simulation",
-        description="In one transaction: the new simulation becomes ACTIVE, the previous one SUPERSEDED, and an "
+        description="Called by the orchestrator's simulateLoan. "
+        "In one transaction: the new simulation becomes ACTIVE, the previous one SUPERSEDED, and an "
         "ACTIVE acceptance (if any) CANCELLED. 409 once the journey is cancelled or disbursed.",
     )
     def create_simulation(
@@ -83,9 +86,10 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     @app.post(
         "/acceptances",
         operation_id="createAcceptance",
-        responses=_CREATED,
+        responses=_written(201, AcceptanceResponse),
         summary="Accept the journey's active simulation",
-        description="409 unless `simulationId` is the ACTIVE simulation and no acceptance is ACTIVE.",
+        description="Called by the orchestrator's acceptSimulation, with the simulation it shows. "
+        "409 unless `simulationId` is the ACTIVE simulation and no acceptance is ACTIVE.",
     )
     def create_acceptance(
         body: AcceptanceRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
@@ -96,9 +100,10 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     @app.post(
         "/disbursements",
         operation_id="createDisbursement",
-        responses=_CREATED,
+        responses=_written(201, DisbursementResponse),
         summary="Disburse the journey's active acceptance. One disbursement per journey, ever.",
-        description="409 unless `acceptanceId` is the ACTIVE acceptance; a second disbursement is refused by a "
+        description="Called by the orchestrator's disburseLoan. "
+        "409 unless `acceptanceId` is the ACTIVE acceptance; a second disbursement is refused by a "
         "domain condition, whatever key it carries.",
     )
     def create_disbursement(
@@ -108,11 +113,12 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         return reply(service.create_disbursement(request, body.journeyId, body.acceptanceId))
 
     @app.post(
-        "/journeys/<journey_id>/cancel",
+        "/journeys/<journeyId>/cancel",
         operation_id="cancelJourney",
-        responses=_UPDATED,
+        responses=_written(200, CancellationResponse),
         summary="Cancel the journey and everything active in it",
-        description="In one transaction: the ledger says `cancelled` (created if the journey had no command yet) "
+        description="Called by the orchestrator's cancelJourney. "
+        "In one transaction: the ledger says `cancelled` (created if the journey had no command yet) "
         "and the ACTIVE acceptance and simulation are CANCELLED. Every later write for the journey is 409. "
         "409 if the journey was disbursed or is already cancelled (a repeat with the same key replays instead).",
     )
@@ -122,10 +128,11 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         return reply(service.cancel_journey(keyed(idempotency_key, expected_seq), journey_id))
 
     @app.get(
-        "/journeys/<journey_id>/ledger",
+        "/journeys/<journeyId>/ledger",
         operation_id="getJourneyLedger",
         summary="Where the journey stands: its ledger's newest event",
-        description="One read, whatever the journey's history: `seq`, `state` and `lastEvent`, the event whose "
+        description="Read by the orchestrator before it refuses a command or answers a repeat (its catch-up). "
+        "One read, whatever the journey's history: `seq`, `state` and `lastEvent`, the event whose "
         "snapshot is the journey's state. Applying `lastEvent` brings any Control Record up to date. 404 while "
         "the journey has had no command.",
         responses={
@@ -139,10 +146,11 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         return Response(status_code=200, content_type="application/json", body=body.model_dump_json())
 
     @app.get(
-        "/journeys/<journey_id>",
+        "/journeys/<journeyId>",
         operation_id="getJourneyTruth",
         summary="The journey's truth",
-        description="`state` (in the Control Record's vocabulary) and `lastEvent` come from the ledger: applying "
+        description="Read by operators (`saga journey show`): the journey's whole history. "
+        "`state` (in the Control Record's vocabulary) and `lastEvent` come from the ledger: applying "
         "`lastEvent` brings any Control Record up to date. 404 while the journey has had no command.",
         responses={
             200: {
@@ -166,7 +174,13 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         )
         return Response(status_code=200, content_type="application/json", body=body.model_dump_json())
 
-    @app.get("/health", operation_id="health", responses={200: problems.success("Up."), **problems.problem_responses()})
+    @app.get(
+        "/health",
+        operation_id="health",
+        summary="Liveness",
+        description="For monitoring: 200 while the API answers.",
+        responses={200: problems.success("Up.", Health), **problems.problem_responses()},
+    )
     def health() -> dict[str, str]:
         return {"status": "ok"}
 

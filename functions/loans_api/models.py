@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from shared.events import LoanEvent, LoanState, Message
+from pydantic import Field
+
+from shared.events import LoanEvent, LoanState, Message, Money, Rate, WireMessage
 from shared.loan_terms import Amount, EntityId, TermMonths
 
 
@@ -33,6 +35,49 @@ class JourneyTruthResponse(Message):
     disbursement: dict[str, Any] | None
     events: list[dict[str, Any]]
     lastEvent: LoanEvent
+
+
+# What the writes answer (201/200, and the same bytes on a replay). Each carries the event it committed
+# (`event`, also `eventId` and `seq`): the orchestrator applies it to its Control Record (road 1).
+
+
+class Committed(WireMessage):
+    eventId: str = Field(description="The committed event's id (a UUIDv7); the outbox carries the same one.")
+    seq: int = Field(description="The event's sequence number in the journey's ledger.")
+    event: LoanEvent = Field(description="The event this command committed, with the journey's snapshot after it.")
+
+
+class SimulationResponse(Committed):
+    journeyId: str
+    simulationId: str
+    amount: Money
+    termMonths: int
+    annualRate: Rate
+    monthlyPayment: Money
+    totalRepayable: Money
+    status: Literal["ACTIVE"]
+    cancelledAcceptanceId: str | None = Field(description="The acceptance this re-simulation cancelled, if any.")
+
+
+class AcceptanceResponse(Committed):
+    acceptanceId: str
+    journeyId: str
+    simulationId: str
+    status: Literal["ACTIVE"]
+
+
+class DisbursementResponse(Committed):
+    disbursementId: str
+    journeyId: str
+    acceptanceId: str
+    amount: Money
+
+
+class CancellationResponse(Committed):
+    journeyId: str
+    state: Literal["cancelled"]
+    cancelledSimulationId: str | None
+    cancelledAcceptanceId: str | None
 
 
 class LedgerResponse(Message):

@@ -4,27 +4,43 @@ recover from each error."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, WithJsonSchema
 
+from functions.orchestrator import keys
 from functions.orchestrator.models import ControlRecordView, CreateJourneyRequest, SimulateRequest
 from functions.orchestrator.service import AgentKey, JourneyService, Result
 from functions.orchestrator.views import render_json
 from shared import problems
-from shared.idempotency import HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, fingerprint
+from shared.idempotency import HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, fingerprint, require_key
 from shared.loan_terms import ID_PATTERN
+from shared.problems import Health
 
-JourneyId = Annotated[str, Path(pattern=ID_PATTERN, description="The journeyId returned by createJourney.")]
-AgentIdempotencyKey = Annotated[
-    str | None,
+# The URL's `{journeyId}`, spelled as in every body; the function parameter keeps Python's spelling.
+JourneyId = Annotated[
+    str, Path(alias="journeyId", pattern=ID_PATTERN, description="The journeyId returned by createJourney.")
+]
+_KEY_LIMITS = {"alias": HEADER, "min_length": 1, "max_length": MAX_KEY_LENGTH}
+RequiredKey = Annotated[
+    str,
     Header(
-        alias=HEADER,
-        min_length=1,
-        max_length=MAX_KEY_LENGTH,
+        **_KEY_LIMITS,
+        description="Required: a value you choose for this request (a UUID, say). Send the same value when you "
+        "repeat the call (after a timeout, say): the repeat returns the first call's journey and creates nothing. "
+        "Keys are yours alone: another caller's identical key is another key.",
+    ),
+]
+# Optional, yet a plain string in the document (not `string | null`): a generated client then types it
+# `str | Unset`, never None, which its HTTP library cannot send.
+OptionalKey = Annotated[
+    str | None,
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH}),
+    Header(
+        **_KEY_LIMITS,
         description="Optional. Send the same value when you repeat this call (for example after a timeout): the "
         "repeat returns the first call's result and changes nothing. Use a new value for a new request.",
     ),
@@ -47,17 +63,18 @@ Errors are RFC 9457 problem+json with `retryable`: when it is true, repeat the s
 
 
 def create_app(service: JourneyService) -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
-    problems.install(app)
+    app = problems.new_resolver()
 
     def agent_key(key: str | None, operation: str, body: BaseModel, journey_id: str = "") -> AgentKey | None:
-        """The agent's key, scoped by the operation and the journey (never by the raw path: `/x` and
-        `/x/` are one route), fingerprinted over the VALIDATED request: `10000`, `10000.0` and `1e4`
-        are one amount, so a repeat spelled differently is still the same request."""
+        """The agent's key, scoped by its caller, the operation and the journey (never by the raw path:
+        `/x` and `/x/` are one route), fingerprinted over the VALIDATED request: `10000`, `10000.0` and
+        `1e4` are one amount, so a repeat spelled differently is still the same request."""
         if key is None:
             return None
+        identity = app.current_event.request_context.identity
+        caller = keys.principal(identity.user_arn, identity.caller)
         return AgentKey(
-            scope=f"{operation} {journey_id} {key}",
+            scope=keys.agent_scope(caller, operation, journey_id, key),
             request_hash=fingerprint(operation, journey_id, body.model_dump()),
         )
 
@@ -69,19 +86,22 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         "/journeys",
         operation_id="createJourney",
         summary="Start a loan journey for a customer",
-        description="Creates a journey in state `created`. Send an Idempotency-Key header so that repeating this "
-        "call (after a timeout, say) cannot create a second journey.",
+        description="Call first: creates a journey in state `created` and answers its Control Record, whose "
+        "`availableActions` say what to call next (simulateLoan or cancelJourney). The Idempotency-Key header is "
+        "required (400 without): repeating the call with the same key and body returns the same journey (header "
+        "`Idempotent-Replayed: true`), so a retry can never create a second journey.",
         responses={201: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
-    def create_journey(body: CreateJourneyRequest, idempotency_key: AgentIdempotencyKey = None) -> Response[str]:
-        return respond(service.create(body.customerId, agent_key(idempotency_key, "createJourney", body)))
+    def create_journey(body: CreateJourneyRequest, idempotency_key: RequiredKey) -> Response[str]:
+        return respond(service.create(body.customerId, agent_key(require_key(idempotency_key), "createJourney", body)))
 
     @app.get(
-        "/journeys/<journey_id>",
+        "/journeys/<journeyId>",
         operation_id="getJourney",
         summary="Read a journey's Control Record",
-        description="Where the journey is (`currentState`) and what may be done next (`availableActions`).",
+        description="Where the journey is (`currentState`) and what may be done next (`availableActions`). Call it "
+        "when unsure where a journey stands (after a timeout or a 503, say), then follow one of `availableActions`.",
         responses={200: _RECORD, **problems.problem_responses(404)},
         tags=["journeys"],
     )
@@ -89,7 +109,7 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         return Response(status_code=200, content_type="application/json", body=render_json(service.get(journey_id)))
 
     @app.post(
-        "/journeys/<journey_id>/simulate",
+        "/journeys/<journeyId>/simulate",
         operation_id="simulateLoan",
         summary="Price a loan (or re-price it)",
         description="Quotes a loan of `amount` over `termMonths` and makes it the journey's simulation. Legal in "
@@ -97,23 +117,23 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         "acceptance is cancelled. Without an Idempotency-Key each call is a new quote. With one, a repeat (same key, "
         "same amount and term) creates nothing and returns the journey's record with header "
         "`Idempotent-Replayed: true`, even if the journey has moved on since; the same key with another amount or "
-        "term is 422.",
+        "term is 422. Next: acceptSimulation once the customer agrees to the quote in `simulation`, simulateLoan "
+        "again for another quote, or cancelJourney.",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
-    def simulate(
-        journey_id: JourneyId, body: SimulateRequest, idempotency_key: AgentIdempotencyKey = None
-    ) -> Response[str]:
+    def simulate(journey_id: JourneyId, body: SimulateRequest, idempotency_key: OptionalKey = None) -> Response[str]:
         key = agent_key(idempotency_key, "simulateLoan", body, journey_id)
         return respond(service.simulate(journey_id, body.amount, body.termMonths, key))
 
     @app.post(
-        "/journeys/<journey_id>/accept",
+        "/journeys/<journeyId>/accept",
         operation_id="acceptSimulation",
         summary="Accept the current simulation",
         description="The customer accepts the quote in `simulation`. Legal in `simulated`; repeating it once the "
         "journey is `accepted` returns the record unchanged (header `Idempotent-Replayed: true`). If the quote was "
-        "replaced meanwhile, 409 lists what is legal now.",
+        "replaced meanwhile, 409 lists what is legal now. Next: disburseLoan (or simulateLoan to re-price, which "
+        "cancels this acceptance, or cancelJourney).",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
@@ -121,12 +141,12 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         return respond(service.accept(journey_id))
 
     @app.post(
-        "/journeys/<journey_id>/disburse",
+        "/journeys/<journeyId>/disburse",
         operation_id="disburseLoan",
         summary="Pay out the accepted loan (exactly once, ever)",
         description="Moves the money. Legal in `accepted`. A journey is disbursed at most once, whatever is "
         "repeated; repeating it in `disbursed` returns the record unchanged. `disbursed` is final: nothing, not "
-        "even cancel, is legal afterwards.",
+        "even cancel, is legal afterwards. Call it only when the customer has confirmed the payout.",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
@@ -134,12 +154,13 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         return respond(service.disburse(journey_id))
 
     @app.post(
-        "/journeys/<journey_id>/cancel",
+        "/journeys/<journeyId>/cancel",
         operation_id="cancelJourney",
         summary="Abandon the journey",
         description="Cancels the journey and, in the same step, its acceptance and simulation; after that every "
         "command on the journey is refused. Legal in `created`, `simulated` and `accepted`; repeating it (or "
-        "racing another cancel) returns the cancelled record. After `disbursed`: 409 with no availableActions.",
+        "racing another cancel) returns the cancelled record. After `disbursed`: 409 with no availableActions. "
+        "Nothing follows: the journey is over.",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
@@ -150,10 +171,11 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         "/health",
         operation_id="health",
         summary="Liveness",
+        description="For monitoring, not for agents: 200 while the API answers. It says nothing of a journey.",
         tags=["ops"],
-        responses={200: problems.success("Up."), **problems.problem_responses()},
+        responses={200: problems.success("Up.", Health), **problems.problem_responses()},
     )
-    def health() -> dict[str, Any]:
+    def health() -> dict[str, str]:
         return {"status": "ok"}
 
     problems.serve_openapi(app, title="Loan journey orchestrator", description=DESCRIPTION)

@@ -7,13 +7,35 @@ can ever be answered from its receipt.
 - accept: the simulation it accepts (a simulation is accepted at most once: re-simulating makes a
   new one, and cancel is final);
 - disburse and cancel: the journey (each happens once per journey, ever).
-Each key is also scoped by the journey, so one agent key on two journeys makes two commands."""
+Each key is also scoped by the journey, so one agent key on two journeys makes two commands, and the
+agent's own key by its caller (`agent_scope`), so two callers that pick the same key share nothing."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 from uuid6 import uuid7
+
+# An assumed role's ARN ends with the session's name, which changes whenever its credentials are
+# refreshed: the principal is the role, or a retry after a refresh would miss its receipt.
+_ASSUMED_ROLE = re.compile(r"^(arn:[^:]+:sts::\d+:assumed-role/[^/]+)/.*$")
+
+
+def principal(user_arn: str | None, caller: str | None) -> str:
+    """The caller an agent key belongs to: API Gateway's (IAM-authenticated) `userArn`, an assumed
+    role's ARN without its session, or its `caller` id; "anonymous" when neither is known."""
+    if user_arn:
+        return _ASSUMED_ROLE.sub(r"\1", user_arn)
+    return caller or "anonymous"
+
+
+def agent_scope(caller: str, operation: str, journey_id: str, key: str) -> str:
+    """Where an agent's Idempotency-Key lives: its caller (hashed: bounded, and no ARN in a receipt's
+    key), the operation and the journey (never the raw path: `/x` and `/x/` are one route) and the
+    key. Never shown to anyone."""
+    caller_id = hashlib.sha256(caller.encode()).hexdigest()[:32]
+    return f"{caller_id} {operation} {journey_id} {key}"
 
 
 def new_nonce() -> str:

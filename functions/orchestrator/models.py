@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from shared.control_record import ControlRecord
+from shared.control_record import ActionView, ControlRecord
 from shared.events import Message
 from shared.loan_terms import Amount, TermMonths
 
@@ -20,12 +20,6 @@ class CreateJourneyRequest(Message):
 class SimulateRequest(Message):
     amount: Amount
     termMonths: TermMonths
-
-
-class ActionView(Message):
-    name: str = Field(description="The command: simulate, accept, disburse or cancel.")
-    method: str = Field(description="The HTTP method to use (always POST).")
-    href: str = Field(description="The path to call, relative to the API's base URL.")
 
 
 class ControlRecordView(ControlRecord):

@@ -51,11 +51,23 @@ def proxy_event(
             "stage": stage,
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": int(time.time() * 1000),
-            "identity": {"sourceIp": "127.0.0.1"},
+            "identity": {"sourceIp": "127.0.0.1", "userArn": caller_arn(header_map), "caller": None},
         },
         "body": text,
         "isBase64Encoded": encoded,
     }
+
+
+# Locally there is no SigV4: this header names the caller, as API Gateway's IAM authorization
+# fills `requestContext.identity.userArn` with the signer's ARN. Functions never read the header.
+CALLER_HEADER = "X-Saga-Caller"
+DEFAULT_CALLER = "arn:aws:iam::000000000000:user/local-agent"
+
+
+def caller_arn(headers: Mapping[str, str]) -> str:
+    """The caller's ARN for a local request: the X-Saga-Caller header, or the default local agent."""
+    named = next((value for name, value in headers.items() if name.lower() == CALLER_HEADER.lower()), None)
+    return named or DEFAULT_CALLER
 
 
 def _multi(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:

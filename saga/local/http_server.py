@@ -4,6 +4,7 @@ integration) would put it: each request becomes a proxy event, the handler's res
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,56 @@ logger = Logger(service="saga-local", child=True)
 ProxyHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # API Gateway refuses payloads over 10 MB before the function sees them.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+_HEX = re.compile(rb"[0-9a-fA-F]{1,16}")
+
+
+class _Unframed(Exception):
+    """A request whose body cannot be delimited: answered with a problem, then the connection closes."""
+
+    def __init__(self, status: int, slug: str, title: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.slug, self.title, self.detail = status, slug, title, detail
+
+
+def _read_body(request: BaseHTTPRequestHandler) -> bytes | None:
+    """The request body, framed by Content-Length or chunked transfer coding (as API Gateway accepts
+    both); _Unframed when neither frames it validly or it exceeds API Gateway's payload limit."""
+    encodings = [value.strip().lower() for value in request.headers.get_all("Transfer-Encoding") or []]
+    lengths = request.headers.get_all("Content-Length") or []
+    if encodings:
+        if lengths:
+            raise _Unframed(400, "bad-framing", "Bad request framing", "send Content-Length or chunked, not both")
+        if encodings != ["chunked"]:
+            raise _Unframed(
+                501, "unsupported-transfer-encoding", "Transfer encoding not supported", "only chunked is supported"
+            )
+        return _read_chunked(request)
+    if not lengths:
+        return None
+    if len(set(lengths)) != 1 or not lengths[0].strip().isdigit():
+        raise _Unframed(400, "bad-framing", "Bad request framing", "Content-Length must be one non-negative integer")
+    length = int(lengths[0])
+    if length > MAX_PAYLOAD_BYTES:
+        raise _Unframed(413, "too-large", "Request body too large", f"the limit is {MAX_PAYLOAD_BYTES} bytes")
+    return request.rfile.read(length) if length else None
+
+
+def _read_chunked(request: BaseHTTPRequestHandler) -> bytes | None:
+    body = bytearray()
+    while True:
+        size_line = request.rfile.readline(1026).split(b";")[0].strip()
+        if not _HEX.fullmatch(size_line):
+            raise _Unframed(400, "bad-framing", "Bad request framing", "a chunk size is not hexadecimal")
+        size = int(size_line, 16)
+        if len(body) + size > MAX_PAYLOAD_BYTES:
+            raise _Unframed(413, "too-large", "Request body too large", f"the limit is {MAX_PAYLOAD_BYTES} bytes")
+        if size == 0:
+            while request.rfile.readline(65537).strip():  # trailer fields, up to the blank line
+                pass
+            return bytes(body) or None
+        body += request.rfile.read(size)
+        if request.rfile.read(2) != b"\r\n":
+            raise _Unframed(400, "bad-framing", "Bad request framing", "a chunk is not followed by CRLF")
 
 
 class _Server(ThreadingHTTPServer):
@@ -72,12 +123,22 @@ class ApiServer:
         self._thread.join(timeout=5)
 
     def _serve(self, request: BaseHTTPRequestHandler) -> None:
-        length = int(request.headers.get("Content-Length") or 0)
-        if length > MAX_PAYLOAD_BYTES:
-            self._write(request, 413, {"Content-Type": "application/json"}, b'{"message":"Request Too Long"}')
+        try:
+            body = _read_body(request)
+        except _Unframed as refused:
+            # The request's framing is unknown, so is where the next one starts: answer and close.
             request.close_connection = True
+            problem = {
+                "type": f"urn:loan-saga:problem:{refused.slug}",
+                "title": refused.title,
+                "status": refused.status,
+                "detail": refused.detail,
+                "retryable": False,
+            }
+            self._write(
+                request, refused.status, {"Content-Type": "application/problem+json"}, json.dumps(problem).encode()
+            )
             return
-        body = request.rfile.read(length) if length else None
         if request.command == "GET" and request.path.split("?")[0] == "/health" and self._health is not None:
             parts = self._health()
             if not all(parts.values()):

@@ -8,6 +8,7 @@ import json
 import random
 import threading
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +32,7 @@ READ_TIMEOUT = 1.5  # the orchestrator's per-attempt read timeout (OrchestratorS
 
 
 def journey(system: System) -> str:
-    status, record = system.api("POST", "/journeys", {"customerId": "chaos"})
+    status, record = system.api("POST", "/journeys", {"customerId": "chaos"}, Idempotency_Key=str(uuid.uuid4()))
     assert status == 201
     return str(record["journeyId"])
 

@@ -4,6 +4,7 @@ multi-call design were reproduced this way: simultaneous calls, one journey)."""
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -27,7 +28,7 @@ def at_once(calls: list[Callable[[], Any]]) -> list[Any]:
 
 
 def journey_in(system, state: str) -> str:
-    status, record = system.api("POST", "/journeys", {"customerId": "race"})
+    status, record = system.api("POST", "/journeys", {"customerId": "race"}, Idempotency_Key=str(uuid.uuid4()))
     assert status == 201
     jid = str(record["journeyId"])
     if state in ("simulated", "accepted"):

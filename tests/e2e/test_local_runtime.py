@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+import uuid
 from typing import Any
 
 from saga.ops import compare
@@ -12,7 +13,7 @@ from tests.system import LOANS_PROXY, free_port, read_log, start_local, stop_loc
 
 
 def new_journey(system) -> dict:
-    status, record = system.api("POST", "/journeys", {"customerId": "e2e"})
+    status, record = system.api("POST", "/journeys", {"customerId": "e2e"}, Idempotency_Key=str(uuid.uuid4()))
     assert status == 201
     return dict(record)
 

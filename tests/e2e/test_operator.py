@@ -83,7 +83,7 @@ def http(method: str, url: str, body: dict | None = None, key: str | None = None
 
 def out_of_sync_journey(system: Road2Off, key: str) -> str:
     """A journey the orchestrator created, then simulated by a write straight to loans-api."""
-    status, record = http("POST", f"{system.api_url}/journeys", {"customerId": "operator"})
+    status, record = http("POST", f"{system.api_url}/journeys", {"customerId": "operator"}, key=f"create-{key}")
     assert status == 201, record
     body = {"journeyId": record["journeyId"], "amount": 10000, "termMonths": 36}
     status, reply = http("POST", f"{system.loans_url}/simulations", body, key=key)
@@ -157,7 +157,7 @@ def test_status_check_fails_on_a_dlq_message_and_passes_after_redrive(system, cl
     dlq = sqs.get_queue_url(QueueName=tables.EVENTS_DLQ.local_name)["QueueUrl"]
     sqs.purge_queue(QueueUrl=dlq)  # what other tests left there is theirs
     # Given a DLQ holding one event the consumer can apply (already applied: a harmless no-op)
-    _, record = system.api("POST", "/journeys", {"customerId": "status-check"})
+    _, record = system.api("POST", "/journeys", {"customerId": "status-check"}, Idempotency_Key="status-check")
     _, record = system.api("POST", f"/journeys/{record['journeyId']}/simulate", {"amount": 5000, "termMonths": 12})
     event = LoanEvent(
         eventId=record["lastAppliedEventId"],

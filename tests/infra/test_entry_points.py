@@ -237,13 +237,13 @@ def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
         for command in ("simulate", "accept", "disburse"):
             agent("POST", f"/journeys/{walked}/{command}", terms if command == "simulate" else None)
         agent("GET", f"/journeys/{walked}")
-        cancelled = agent("POST", "/journeys", {"customerId": "c-2"})["journeyId"]
+        cancelled = agent("POST", "/journeys", {"customerId": "c-2"}, key=str(uuid.uuid4()))["journeyId"]
         agent("POST", f"/journeys/{cancelled}/simulate", terms)
         agent("POST", f"/journeys/{cancelled}/accept")
         agent("POST", f"/journeys/{cancelled}/accept")  # a repeat on a live record: catches up with the ledger
         agent("POST", f"/journeys/{cancelled}/cancel")
         # And loans-api commits one simulation whose reply never reaches the orchestrator (road 1 cut)
-        unseen = agent("POST", "/journeys", {"customerId": "c-3"})["journeyId"]
+        unseen = agent("POST", "/journeys", {"customerId": "c-3"}, key=str(uuid.uuid4()))["journeyId"]
         direct = urllib3.request("POST", f"{loans_url}/simulations", json={"journeyId": unseen, **terms},
                                  headers={"Idempotency-Key": f"direct-{unseen}"})  # fmt: skip
         statuses.append(("POST loans-api /simulations", direct.status))

@@ -99,7 +99,7 @@ def test_every_command_answers_within_the_function_timeout(
     orchestrator, orchestrator_settings, loans_http, clock, state, name, body, key, faults
 ):
     # Given a journey brought to `state` with a healthy link
-    journey = json_of(orchestrator.post("/journeys", {"customerId": "c-1"}))["journeyId"]
+    journey = json_of(orchestrator.post("/journeys", {"customerId": "c-1"}, key="c-1"))["journeyId"]
     if state == "stale":
         loans_http.persistent_fault = "lose"  # loans-api moves to simulated; the record never hears
     if state in ("simulated", "accepted", "stale"):
@@ -126,7 +126,7 @@ def test_every_command_answers_within_the_function_timeout(
 
 def test_the_default_schedule_still_has_its_15_second_floor_when_failures_are_fast(orchestrator, loans_http, sleeps):
     # Fast failures (a reset, a 503) leave the budget room for all five attempts: chaos relies on it.
-    journey = json_of(orchestrator.post("/journeys", {"customerId": "c-1"}))["journeyId"]
+    journey = json_of(orchestrator.post("/journeys", {"customerId": "c-1"}, key="c-1"))["journeyId"]
     loans_http.persistent_fault = "5xx"
     response = orchestrator.post(f"/journeys/{journey}/simulate", {"amount": 10000, "termMonths": 36})
     assert response.status == 503

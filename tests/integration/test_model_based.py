@@ -6,6 +6,7 @@ loans-api's truth."""
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -103,7 +104,7 @@ class JourneyModel(RuleBasedStateMachine):
     @precondition(lambda self: len(self.versions) < 3)
     @rule(target=journeys)
     def create_journey(self) -> str:
-        response = self.orchestrator.post("/journeys", {"customerId": "model"})
+        response = self.orchestrator.post("/journeys", {"customerId": "model"}, key=str(uuid.uuid4()))
         assert response.status == 201
         journey_id = str(json_of(response)["journeyId"])
         self.versions[journey_id] = 0

@@ -3,6 +3,7 @@ can lose responses: retries, replays, compensations and the Control Record."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from tests.support import AGENT_OPERATIONS, ApiClient, json_of
 
 
 def new_journey(orchestrator: ApiClient, customer: str = "c-1") -> Any:
-    response = orchestrator.post("/journeys", {"customerId": customer})
+    response = orchestrator.post("/journeys", {"customerId": customer}, key=str(uuid.uuid4()))
     assert response.status == 201
     return json_of(response)
 
@@ -40,8 +41,19 @@ def test_a_new_journey_is_created_with_its_available_actions(orchestrator):
     assert record["version"] == 0
     assert record["lastAppliedSeq"] == 0
     assert record["availableActions"] == [
-        {"name": "simulate", "method": "POST", "href": f"/journeys/{record['journeyId']}/simulate"},
-        {"name": "cancel", "method": "POST", "href": f"/journeys/{record['journeyId']}/cancel"},
+        {
+            "name": "simulate",
+            "operationId": "simulateLoan",
+            "method": "POST",
+            "href": f"/journeys/{record['journeyId']}/simulate",
+            "requestSchema": "#/components/schemas/SimulateRequest",
+        },
+        {
+            "name": "cancel",
+            "operationId": "cancelJourney",
+            "method": "POST",
+            "href": f"/journeys/{record['journeyId']}/cancel",
+        },
     ]
     assert json_of(orchestrator.get(f"/journeys/{record['journeyId']}")) == record
 
@@ -372,7 +384,7 @@ def test_health_and_openapi(orchestrator):
     document = json_of(orchestrator.get("/openapi.json"))
     operations = {op["operationId"] for path in document["paths"].values() for op in path.values()}
     assert operations >= AGENT_OPERATIONS
-    simulate_op = document["paths"]["/journeys/{journey_id}/simulate"]["post"]
+    simulate_op = document["paths"]["/journeys/{journeyId}/simulate"]["post"]
     assert any(p["name"].lower() == "idempotency-key" and p["in"] == "header" for p in simulate_op["parameters"])
     assert {"409", "503"} <= set(simulate_op["responses"])
 
@@ -386,7 +398,10 @@ def test_a_body_that_is_not_json_is_415(orchestrator, content_type):
 
 def test_json_with_a_charset_or_no_content_type_is_accepted(orchestrator):
     charset = orchestrator.request(
-        "POST", "/journeys", {"customerId": "c"}, headers={"Content-Type": "application/json; charset=utf-8"}
+        "POST",
+        "/journeys",
+        {"customerId": "c"},
+        headers={"Content-Type": "application/json; charset=utf-8", "Idempotency-Key": "k"},
     )
     assert charset.status == 201
 

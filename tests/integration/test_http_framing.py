@@ -1,0 +1,97 @@
+"""The local HTTP server's framing (issue 12): a request whose body cannot be delimited is answered
+with a problem and the connection closed, never a hang or a silent drop; a chunked body reaches the
+function whole, and the connection stays usable."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from saga.local.http_server import ApiServer
+
+
+def echo(event: dict[str, Any], _context: Any) -> dict[str, Any]:
+    """A function that answers what it received, so a test sees the body the server framed."""
+    return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": json.dumps(event["body"])}
+
+
+@pytest.fixture
+def server() -> Iterator[ApiServer]:
+    api = ApiServer("echo", echo, "127.0.0.1", 0).start()
+    yield api
+    api.stop()
+
+
+def exchange(server: ApiServer, raw: bytes) -> bytes:
+    """Send raw bytes, read until the server closes the connection or goes quiet for 3 s."""
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=3) as sock:
+        sock.sendall(raw)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except TimeoutError:
+            pass
+        return received
+
+
+def responses(received: bytes) -> list[tuple[int, dict[str, str], bytes]]:
+    """The HTTP/1.1 responses in `received`, in order."""
+    found = []
+    while received:
+        head, _, rest = received.partition(b"\r\n\r\n")
+        status_line, *header_lines = head.decode().split("\r\n")
+        headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in header_lines)}
+        length = int(headers["content-length"])
+        found.append((int(status_line.split()[1]), headers, rest[:length]))
+        received = rest[length:]
+    return found
+
+
+@pytest.mark.parametrize("length", ["-1", "abc", "1e3", "10, 20"])
+def test_an_invalid_content_length_is_a_400_problem_and_the_connection_closes(server, length):
+    # Given a request whose Content-Length frames nothing
+    raw = f"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n\r\n{{}}".encode()
+    # When it is sent
+    [(status, headers, body)] = responses(exchange(server, raw))
+    # Then 400 problem+json, at once (the exchange ends because the server closed the connection)
+    assert status == 400
+    assert headers["content-type"] == "application/problem+json"
+    assert json.loads(body)["type"].endswith("bad-framing")
+
+
+def test_content_length_and_chunked_together_are_refused(server):
+    raw = b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+    [(status, _, body)] = responses(exchange(server, raw))
+    assert status == 400
+    assert json.loads(body)["status"] == 400
+
+
+def test_a_chunked_body_reaches_the_function_whole_and_the_connection_stays_usable(server):
+    # Given a chunked request (with an extension and a trailer), then a second request on the same connection
+    head = b"POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunked = head + b'5;ext=1\r\n{"a":\r\n3\r\n 1}\r\n0\r\nX-T: 1\r\n\r\n'
+    second = b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+    # When both are sent at once
+    received = responses(exchange(server, chunked + second))
+    # Then the function saw each body exactly, and the second request was framed correctly
+    assert [(status, json.loads(body)) for status, _, body in received] == [(200, '{"a": 1}'), (200, "{}")]
+
+
+@pytest.mark.parametrize("size_line", [b"zz", b"-1", b""])
+def test_a_malformed_chunk_is_a_400_problem(server, size_line):
+    raw = b"POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + size_line + b"\r\n{}\r\n0\r\n\r\n"
+    [(status, _, body)] = responses(exchange(server, raw))
+    assert status == 400
+    assert json.loads(body)["type"].endswith("bad-framing")
+
+
+def test_an_unknown_transfer_coding_is_501(server):
+    raw = b"POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"
+    [(status, _, _)] = responses(exchange(server, raw))
+    assert status == 501

@@ -1,0 +1,174 @@
+"""The input edges of both APIs (issue 12): every input below once answered 500 `retryable: true`, was
+priced wrong, or answered a body hundreds of times its own size. Each must be a small problem+json 4xx
+that changes nothing, on both APIs, through the same guard."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from saga.local.inprocess import InProcessHttp
+from shared.json_input import MAX_DEPTH
+from shared.problems import MAX_LISTED_ERRORS, PROBLEM_CONTENT_TYPE
+from tests.integration.test_loans_api import scan
+from tests.support import ApiClient, json_of
+
+# No error body may grow with the input: a few KB at most.
+MAX_PROBLEM_BYTES = 4096
+
+
+@dataclass
+class Api:
+    """One API, and how to send it a simulation whose `amount`/`termMonths` are raw JSON text."""
+
+    client: ApiClient
+    path: str
+    extra: dict[str, Any]
+
+    def simulate_raw(self, amount: str = "10000", term: str = "36", **headers: str) -> Any:
+        fields = [f'"{name}": {json.dumps(value)}' for name, value in self.extra.items()]
+        raw = "{" + ", ".join([*fields, f'"amount": {amount}', f'"termMonths": {term}']) + "}"
+        return self.post_raw(raw.encode(), **headers)
+
+    def post_raw(self, raw: bytes, **headers: str) -> Any:
+        all_headers = {"Idempotency-Key": f"k-{len(raw)}-{hash(raw)}", **headers}
+        return self.client.post(self.path, raw=raw, headers=all_headers)
+
+
+@pytest.fixture(params=["orchestrator", "loans-api"])
+def api(request, orchestrator: ApiClient, loans_api: ApiClient) -> Api:
+    if request.param == "loans-api":
+        return Api(loans_api, "/simulations", {"journeyId": "j-edges"})
+    created = orchestrator.post("/journeys", {"customerId": "c-edges"}, key="edges")
+    return Api(orchestrator, f"/journeys/{json_of(created)['journeyId']}/simulate", {})
+
+
+@pytest.fixture
+def unchanged(dynamodb, resources, loans_http: InProcessHttp) -> Callable[[], None]:
+    """Call once the fixtures set up what they need; returns a check that nothing was written since."""
+    tables = (resources.loans_table, resources.journeys_table)
+    before = [scan(dynamodb, table) for table in tables]
+    calls = len(loans_http.calls)
+
+    def check() -> None:
+        assert [scan(dynamodb, table) for table in tables] == before
+        assert len(loans_http.calls) == calls
+
+    return check
+
+
+def assert_problem(response: Any, status: int, slug: str) -> dict[str, Any]:
+    assert response.status == status, response.body[:300]
+    assert response.headers["Content-Type"] == PROBLEM_CONTENT_TYPE
+    assert len(response.body) <= MAX_PROBLEM_BYTES
+    body = json_of(response)
+    assert body["status"] == status
+    assert body["type"].endswith(slug)
+    assert body["retryable"] is False
+    return dict(body)
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/vnd.api+json",
+        "application/problem+json",
+        "application/merge-patch+json",
+        "application/json; charset=latin-1",
+        "text/plain",
+    ],
+)
+def test_a_body_that_is_not_plain_json_is_415(api, unchanged, content_type):
+    # Given a valid simulation sent as another media type
+    # When it is posted
+    response = api.simulate_raw(**{"Content-Type": content_type})
+    # Then 415, and nothing is written
+    assert_problem(response, 415, "unsupported-media-type")
+    unchanged()
+
+
+@pytest.mark.parametrize(
+    "content_type", ["APPLICATION/JSON", "Application/Json; Charset=UTF-8", 'application/json;charset="utf-8"']
+)
+def test_json_media_types_are_compared_case_insensitively(api, content_type):
+    response = api.simulate_raw(**{"Content-Type": content_type})
+    assert response.status in (200, 201), response.body[:300]
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        ("[" * 30000 + "]" * 30000, "30,000 nested arrays"),
+        ('{"amount": ' + "[" * 20000 + "]" * 20000 + ', "termMonths": 36}', "a 20,000-deep value"),
+        ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "one level past the limit"),
+        ('{"amount": NaN, "termMonths": 36}', "NaN is not JSON"),
+        ('{"amount": Infinity, "termMonths": 36}', "Infinity is not JSON"),
+        ('{"amount": 10000, "termMonths": 36', "truncated"),
+    ],
+)
+def test_json_that_cannot_be_read_exactly_is_400(api, unchanged, raw, why):
+    response = api.post_raw(raw.encode())
+    assert_problem(response, 400, "malformed-json")
+    unchanged()
+
+
+def test_nesting_up_to_the_limit_is_read_and_validated(api):
+    # Given a value nested exactly MAX_DEPTH - 1 levels inside the body (the body is one more)
+    nested = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    # Then it is parsed, and refused by the model as the wrong type, not as unreadable
+    response = api.simulate_raw(amount=nested)
+    assert_problem(response, 422, "validation")
+
+
+@pytest.mark.parametrize(
+    ("amount", "term"),
+    [
+        ("9" * 5000, "36"),  # beyond Python's int-digits limit
+        ("10000", "9" * 5000),
+        ("499.99999999999999999", "36"),  # a float rounds it to 500.0, the minimum
+        ("9999.999999999999999", "36"),  # a float rounds it to 10000.0
+        ("1000." + "1" * 400, "36"),  # a 400-digit fraction
+        ("1000.001", "36"),
+        ("100000.01", "36"),
+        ("499.99", "36"),
+        ("1e999999999", "36"),
+        ("10000", "1e999999999"),
+        ("10000", "36.5"),
+    ],
+)
+def test_money_and_terms_are_validated_exactly_never_rounded(api, unchanged, amount, term):
+    response = api.simulate_raw(amount, term)
+    body = assert_problem(response, 422, "validation")
+    assert {error["field"].split(".")[-1] for error in body["errors"]} <= {"amount", "termMonths"}
+    unchanged()
+
+
+@pytest.mark.parametrize(
+    ("amount", "priced_as"), [("500", "500.00"), ("1000.10", "1000.10"), ("1e4", "10000.00"), ("100000", "100000.00")]
+)
+def test_every_valid_amount_is_priced_exactly_as_sent(api, amount, priced_as):
+    response = api.simulate_raw(amount)
+    assert response.status in (200, 201), response.body[:300]
+    body = json_of(response)
+    simulation = body.get("simulation") or body
+    assert simulation["amount"] == priced_as
+
+
+def test_thousands_of_unknown_keys_answer_a_small_422(api, unchanged):
+    # Given a 59 KB body with 6,000 unknown keys (and one 4 KB key)
+    fields = {f"u{i}": 1 for i in range(6000)}
+    fields["k" * 4000] = 1
+    raw = json.dumps({**api.extra, "amount": 10000, "termMonths": 36, **fields}, separators=(",", ":")).encode()
+    assert 58 * 1024 < len(raw) < 64 * 1024
+    # When it is posted
+    response = api.post_raw(raw)
+    # Then a 422 of a few KB lists the first problems and counts the rest
+    body = assert_problem(response, 422, "validation")
+    assert len(body["errors"]) == MAX_LISTED_ERRORS
+    assert body["errorsOmitted"] == 6001 - MAX_LISTED_ERRORS
+    assert "(and 5998 more)" in body["detail"]
+    unchanged()
