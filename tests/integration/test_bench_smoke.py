@@ -10,6 +10,7 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_figure(tmp_path):
     assert main(["--smoke", "--out", str(out)]) == 0
     report = out.read_text()
     for section in ("## 1. Cost per journey", "## 2. Critical path", "## 3. Local runtime under load",
-                    "## 4. Consumer drain rate", "## 5. Cold start", "Lower bound of this design"):  # fmt: skip
+                    "## 4. Consumer drain rate", "## 5. Cold start", "Billed units per journey by table and index",
+                    "### Dollars per 1M journeys", "| **total** |", "pending-outbox"):  # fmt: skip
         assert section in report, section
     assert "| simulate | 4 |" in report  # the critical path of a loans-backed command
