@@ -59,7 +59,10 @@ LOANS_TABLE = TableSpec(
     local_name="loans",
     stream_new_image=True,
     indexes=(
-        IndexSpec(PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE),
+        # Keys only: the sweeper finds pending items here and reads the few it needs whole. An index
+        # write is billed by the projected item's size, and every event is written to this index and
+        # removed from it again (issue 19).
+        IndexSpec(PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
         IndexSpec(CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
     ),
 )

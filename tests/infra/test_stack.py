@@ -50,6 +50,8 @@ def test_the_loans_table_streams_new_images_and_has_the_sparse_pending_index(res
     indexes = {index["IndexName"]: index for index in loans["GlobalSecondaryIndexes"]}
     assert set(indexes) == {tables.PENDING_INDEX, tables.CHANGES_INDEX}
     assert [k["AttributeName"] for k in indexes[tables.PENDING_INDEX]["KeySchema"]] == ["pendingShard", "eventId"]
+    # Keys only: every event is written to it and removed again, each write billed by the projected size
+    assert indexes[tables.PENDING_INDEX]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     # The audit's index: every event by type and time, keys only (small, and no write on NOTIFIED)
     changes = indexes[tables.CHANGES_INDEX]
     assert [k["AttributeName"] for k in changes["KeySchema"]] == ["type", "eventId"]
