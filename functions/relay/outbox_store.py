@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from shared import event_ids, outbox
 from shared.dynamo import error_code, to_item
 from shared.events import LoanEvent, why_unreadable
-from shared.tables import PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE
+from shared.tables import PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SHARDS, PENDING_SORT_ATTRIBUTE
 
 # Pages read per shard per call, bounded.
 _MAX_PAGES_PER_SHARD = 10
@@ -79,9 +79,10 @@ def read_outbox_item(item: dict[str, Any]) -> LoanEvent | UnreadableItem:
 
 
 class DynamoOutboxStore:
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, pending_shards: int = PENDING_SHARDS) -> None:
         self._client = client
         self._table = table_name
+        self._shards = outbox.all_pending_shards(pending_shards)
 
     def mark_notified(self, event: LoanEvent, published_at: datetime, expires_at: int) -> bool:
         """PENDING -> NOTIFIED, leaving the sparse index. False when someone else marked it first."""
@@ -115,7 +116,7 @@ class DynamoOutboxStore:
         writes are billed by the projected size, twice per event), so the items are then read whole,
         strongly consistent, in one BatchGetItem per 100: which also drops what was marked NOTIFIED
         since the (eventually consistent) index was read."""
-        keys = heapq.merge(*(self._query_shard(shard, limit) for shard in outbox.all_pending_shards()),
+        keys = heapq.merge(*(self._query_shard(shard, limit) for shard in self._shards),
                            key=lambda key: str(key.get(PENDING_SORT_ATTRIBUTE, {}).get("S", "")))  # fmt: skip
         found = PendingPage()
         for item in self._read_whole(list(keys)[:limit]):
@@ -131,7 +132,7 @@ class DynamoOutboxStore:
 
     def count_pending(self) -> int:
         total = 0
-        for shard in outbox.all_pending_shards():
+        for shard in self._shards:
             kwargs: dict[str, Any] = self._shard_query(shard) | {"Select": "COUNT"}
             while True:
                 page = self._client.query(**kwargs)
