@@ -4,6 +4,7 @@ written to BENCHMARKS.md. `--smoke` runs every part at a tiny size (part of `mak
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -128,7 +129,6 @@ class JourneyCost:
 
 
 def _call(handler: Any, method: str, path: str, body: Any = None) -> HttpResponse:
-    import json
 
     event = proxy_event(
         method, path, {"Content-Type": "application/json"}, None if body is None else json.dumps(body).encode()
@@ -137,7 +137,6 @@ def _call(handler: Any, method: str, path: str, body: Any = None) -> HttpRespons
 
 
 def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bool) -> JourneyCost:
-    import json
 
     moto.reset()
     r = provision(moto.url)
@@ -259,7 +258,6 @@ def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
 
 def backstop_lag(api: str, loans_api: str, samples: int) -> list[float]:
     """Commit in loans-api directly (road 1 never runs), then time until road 2 applied it."""
-    import json
 
     http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=2, read=30), retries=False)
     lags = []
@@ -293,7 +291,6 @@ def backstop_lag(api: str, loans_api: str, samples: int) -> list[float]:
 
 def drain_rate(moto: MotoServer, backlog: int) -> tuple[float, int]:
     """Events/s one consumer process applies from a backlog of already-applied events (duplicates)."""
-    import json
 
     moto.reset()
     r: LocalResources = provision(moto.url)
@@ -408,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="every part at a tiny size")
     parser.add_argument("--out", default="BENCHMARKS.md")
+    parser.add_argument("--measured", help="per-journey costs for bench/scale.py (default: bench/measured.json)")
     args = parser.parse_args(argv)
     smoke = args.smoke
     started = time.monotonic()
@@ -431,8 +429,32 @@ def main(argv: list[str] | None = None) -> int:
         runtime.stop()
     _report(say, costs, drain, drained, cold, loads, lags, smoke, time.monotonic() - started)
     Path(args.out).write_text("\n".join(lines) + "\n")
+    measured_path = Path(args.measured or (Path(args.out).with_suffix(".json") if smoke else "bench/measured.json"))
+    measured_path.write_text(json.dumps(measured(costs[("ours", False)], drain), indent=2, sort_keys=True) + "\n")
     print(f"wrote {args.out} in {time.monotonic() - started:.0f} s")
     return 0
+
+
+def measured(ours: JourneyCost, drain_events_per_second: float) -> dict[str, Any]:
+    """Per-journey figures of our design, for the scale model (bench/scale.py)."""
+    return {
+        "measuredAt": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "journey": list(JOURNEY),
+        "agentCommands": ours.invocations["orchestrator"],
+        "events": ours.invocations["loans-api"],  # each loans-api command commits one event
+        # The journey-changes index is keyed by event type: the journey's most frequent type is its hottest key.
+        "hottestEventTypeCount": sum(1 for step in JOURNEY if step in ("simulate", "re-simulate")),
+        "writeUnits": {f"{table}/{bucket}": units for (table, bucket), units in sorted(ours.usage.wcu_by.items())},
+        "readUnits": {f"{table}/{bucket}": units for (table, bucket), units in sorted(ours.usage.rcu_by.items())},
+        "apiRequests": {"orchestrator": ours.invocations["orchestrator"], "loans-api": ours.invocations["loans-api"]},
+        "snsMessages": ours.invocations["loans-api"],
+        "snsRequests": ours.usage.requests["sns"],
+        "sqsRequests": ours.usage.requests["sqs"],
+        "lambdaSeconds": {name: sum(ms) / 1000 for name, ms in sorted(ours.billed_ms.items())},
+        "lambdaInvocations": dict(sorted(ours.invocations.items())),
+        "consumerDrainEventsPerSecond": drain_events_per_second,
+        "dollarsPerMillionJourneys": sum(ours.bill().values()) * 1_000_000,
+    }
 
 
 def _per_million(dollars_per_journey: float) -> str:

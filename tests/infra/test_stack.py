@@ -485,7 +485,7 @@ def test_the_defaults_are_sized_for_20_journeys_per_second(resources):
     assert _sizing(resources) == {
         "shards": ["4"],
         "writers": ["loans-api", "relay", "sweeper"],
-        "parallelization": [1],
+        "parallelization": [2],
         "consumers": [10],
         "throttles": [100, 500],  # loans-api admits every retry: 5 attempts
     }
