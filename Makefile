@@ -47,8 +47,9 @@ synth: install ## synthesize the stack offline (no packaging), run cdk-nag and c
 	CDK_OUTDIR=cdk.out $(BIN)/python -c "import aws_cdk as cdk; from app import build_app; build_app(cdk.App(context={'skipBundling': 'true'}))[0].synth()"
 	$(BIN)/cfn-lint cdk.out/LoanSaga.template.json
 
-bench: install ## cost, latency, drain rate and cold start, ours and the peer's; writes BENCHMARKS.md
-	$(BIN)/python -m bench.run --out BENCHMARKS.md
+bench: install ## cost, latency, drain rate and cold start, ours and the peer's; writes BENCHMARKS.md and docs/SCALE.md
+	$(BIN)/python -m bench.run --out BENCHMARKS.md --measured bench/measured.json
+	$(BIN)/python -m bench.scale --measured bench/measured.json --out docs/SCALE.md
 
 unit: install
 	$(BIN)/pytest tests/unit

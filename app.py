@@ -5,7 +5,9 @@ Context flags: `-c dev=true` for a stack that can be torn down (tables and logs 
 `-c skipBundling=true` to synthesize without packaging (offline; what `make synth` and the tests do);
 `-c stackName=NAME` to deploy more than one copy; `-c apiGatewayAccountRole=true` to set API Gateway's
 account-wide CloudWatch role (once per account and region, where none is set; see README);
-`-c alarmEmail=ADDRESS` to subscribe an address to the alarms."""
+`-c alarmEmail=ADDRESS` to subscribe an address to the alarms; `-c targetJourneysPerSecond=N` to size the
+pending index's shards, the agent API's throttle, the consumer's concurrency and the relay's
+parallelization factor for N journeys per second (shared/capacity.py, docs/SCALE.md; default 20)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from infra.stack import LoanSagaStack
+from shared.capacity import DEFAULT_TARGET_JOURNEYS_PER_SECOND, derive
 
 
 def _flag(app: cdk.App, name: str) -> bool:
@@ -27,12 +30,14 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, LoanSagaStack]:
         # Synthesize without packaging code or dependencies: offline and fast (tests, `make synth`).
         app.node.set_context("aws:cdk:bundling-stacks", [])
     dev = _flag(app, "dev")
+    target = float(app.node.try_get_context("targetJourneysPerSecond") or DEFAULT_TARGET_JOURNEYS_PER_SECOND)
     stack = LoanSagaStack(
         app,
         str(app.node.try_get_context("stackName") or "LoanSaga"),
         dev=dev,
         api_gateway_account_role=_flag(app, "apiGatewayAccountRole"),
         alarm_email=app.node.try_get_context("alarmEmail") or None,
+        capacity=derive(target),
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
         description="Orchestrated loan-journey saga: agent-safe retries, atomic receipts, transactional outbox",
     )

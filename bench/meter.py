@@ -1,20 +1,41 @@
-"""Counting AWS calls and capacity with botocore event hooks (not estimates): every call any client
-of this process makes, with DynamoDB's capacity rules applied to the item sizes that went over the
-wire."""
+"""Counting what AWS bills, with botocore event hooks on every client of this process (not estimates).
+
+DynamoDB: moto answers `ReturnConsumedCapacity` with a constant (1.0 per call, whatever the item size,
+and no global-index figures for writes: moto 5.2.5 `dynamodb/responses.py`, `include_consumed_capacity`),
+so the meter does not ask it. It applies DynamoDB's billing rules itself, to the item images before and
+after every write (read back through a separate, unhooked client, so the reads are not counted):
+
+* a write is billed by the larger of the item's before and after images, in 1 KB units, x2 in a
+  transaction; a write whose condition fails is billed too (so is every item of a cancelled transaction);
+* every global secondary index is billed for its own writes, from the index's projection: an item
+  entering the index is one write of the projected item's size, leaving it one write, changing its
+  index key two (delete + put), changing a projected attribute one, anything else none (not doubled in
+  a transaction: the documentation prices index writes as standard writes);
+* reads in 4 KB units (strongly consistent 1, eventually consistent 0.5) of what was returned: per
+  item for GetItem and BatchGetItem, per page for Query (an index query reads the projected items).
+
+SNS and SQS bill every 64 KB chunk of a request's payload as one request; a DynamoDB stream bills one
+read request unit per GetRecords call (free when Lambda's event source makes it)."""
 
 from __future__ import annotations
 
+import json
 import math
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
+
+import botocore.session
 
 from shared import aws
 
 KB = 1024
+MESSAGE_CHUNK = 64 * KB
+TABLE = "table"  # the bucket of a table's own units (an index's bucket is its name)
 
 
 def _number_size(text: str) -> int:
@@ -55,66 +76,269 @@ def read_units(size: int, consistent: bool = True) -> float:
     return float(units) if consistent else units / 2
 
 
+def message_chunks(payload_bytes: int) -> int:
+    """SNS and SQS requests billed for one API call carrying `payload_bytes`."""
+    return max(1, math.ceil(payload_bytes / MESSAGE_CHUNK))
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    name: str
+    keys: tuple[str, ...]
+    projection: str  # ALL, KEYS_ONLY or INCLUDE
+    included: tuple[str, ...] = ()
+
+    def image(self, item: dict[str, Any] | None, table_keys: tuple[str, ...]) -> dict[str, Any] | None:
+        """The index's item for a table item, or None when the item is not in this (sparse) index."""
+        if item is None or any(key not in item for key in self.keys):
+            return None
+        if self.projection == "ALL":
+            return item
+        kept = set(table_keys) | set(self.keys) | (set(self.included) if self.projection == "INCLUDE" else set())
+        return {name: value for name, value in item.items() if name in kept}
+
+
+@dataclass(frozen=True)
+class TableShape:
+    keys: tuple[str, ...]
+    indexes: tuple[IndexShape, ...]
+
+
+Image = dict[str, Any] | None
+Units = dict[tuple[str, str], float]  # (table, TABLE or index name) -> units
+
+
+def index_write_units(index: IndexShape, keys: tuple[str, ...], old: Image, new: Image) -> int:
+    """Write units one table write costs `index` (DynamoDB's rules for global secondary indexes)."""
+    before, after = index.image(old, keys), index.image(new, keys)
+    if before is None and after is None:
+        return 0
+    if before is None:
+        return write_units(item_size(after))
+    if after is None:
+        return write_units(item_size(before))
+    if any(before[key] != after[key] for key in index.keys):
+        return write_units(item_size(before)) + write_units(item_size(after))
+    return 0 if before == after else write_units(item_size(after))
+
+
+@dataclass
+class _Pending:
+    """The item images of one write call, read before it was sent."""
+
+    endpoint: str
+    writes: list[tuple[str, dict[str, Any], dict[str, Any] | None, bool]] = field(default_factory=list)
+
+
 class Meter:
-    """Counts calls per service and operation, and DynamoDB WCU/RCU, for every client of the session."""
+    """Counts calls per service and operation, and billed units: DynamoDB per (table, index), SNS and
+    SQS requests in 64 KB chunks, stream read requests."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
-        self.wcu = 0.0
-        self.rcu = 0.0
+        self.wcu: Units = defaultdict(float)
+        self.rcu: Units = defaultdict(float)
+        self.billed_requests: Counter[str] = Counter()  # sns, sqs, streams
         self._lock = threading.Lock()
-        self._params = threading.local()
+        self._local = threading.local()
+        self._raw: dict[str, Any] = {}
+        self._shapes: dict[tuple[str, str], TableShape] = {}
         events = aws.session().events
         events.register("provide-client-params", self._remember)
+        events.register("before-call", self._before)
         events.register("after-call", self._count)
 
+    # -- hooks ---------------------------------------------------------------------------------
+
     def _remember(self, params: dict[str, Any], **_: Any) -> None:
-        self._params.last = params
+        self._local.params = params
+
+    def _before(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        self._local.pending = None
+        if model.service_model.service_name != "dynamodb":
+            return
+        api = getattr(self._local, "params", {}) or {}
+        targets = _write_targets(model.name, api)
+        if not targets:
+            return
+        parts = urlsplit(str(params.get("url", "")))
+        pending = _Pending(f"{parts.scheme}://{parts.netloc}")
+        for table, item_or_key, transactional in targets:
+            key = self._key_of(pending.endpoint, table, item_or_key)
+            pending.writes.append((table, key, self._get(pending.endpoint, table, key), transactional))
+        self._local.pending = pending
 
     def _count(self, model: Any, parsed: dict[str, Any], **_: Any) -> None:
-        service = model.service_model.service_name
-        operation = model.name
-        params = getattr(self._params, "last", {}) or {}
-        wcu, rcu = self._dynamodb(operation, params, parsed) if service == "dynamodb" else (0.0, 0.0)
+        service, operation = model.service_model.service_name, model.name
+        params = getattr(self._local, "params", {}) or {}
+        wcu: Units = {}
+        rcu: Units = {}
+        billed: Counter[str] = Counter()
+        if service == "dynamodb":
+            pending = getattr(self._local, "pending", None)
+            self._local.pending = None
+            if pending is not None:
+                wcu = self._written(pending)
+            rcu = _read(operation, params, parsed)
+        elif service == "sns":
+            billed["sns"] = _sns_chunks(operation, params)
+        elif service == "sqs":
+            billed["sqs"] = _sqs_chunks(operation, params, parsed)
+        elif service == "dynamodbstreams" and operation == "GetRecords":
+            billed["streams"] = 1
         with self._lock:
             self.calls[f"{service}:{operation}"] += 1
-            self.wcu += wcu
-            self.rcu += rcu
+            for key, units in wcu.items():
+                self.wcu[key] += units
+            for key, units in rcu.items():
+                self.rcu[key] += units
+            self.billed_requests.update(billed)
 
-    @staticmethod
-    def _dynamodb(operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> tuple[float, float]:
-        if operation == "PutItem":
-            return write_units(item_size(params.get("Item"))), 0.0
-        if operation in ("UpdateItem", "DeleteItem"):
-            return 1.0, 0.0  # the items this system updates are all under 1 KB
-        if operation == "TransactWriteItems":
-            total = 0
-            for entry in params.get("TransactItems", []):
-                ((kind, op),) = entry.items()
-                total += write_units(item_size(op.get("Item")) if kind == "Put" else 0, transactional=True)
-            return float(total), 0.0
-        consistent = bool(params.get("ConsistentRead"))
-        if operation == "GetItem":
-            return 0.0, read_units(item_size(parsed.get("Item")), consistent)
-        if operation in ("Query", "Scan"):
-            size = sum(item_size(item) for item in parsed.get("Items", []))
-            return 0.0, read_units(size, consistent)
-        return 0.0, 0.0
+    # -- DynamoDB writes -------------------------------------------------------------------------
+
+    def _written(self, pending: _Pending) -> Units:
+        units: Units = defaultdict(float)
+        for table, key, old, transactional in pending.writes:
+            new = self._get(pending.endpoint, table, key)
+            shape = self._shape(pending.endpoint, table)
+            units[(table, TABLE)] += write_units(max(item_size(old), item_size(new)), transactional)
+            for index in shape.indexes:
+                units[(table, index.name)] += index_write_units(index, shape.keys, old, new)
+        return units
+
+    def _raw_client(self, endpoint: str) -> Any:
+        if endpoint not in self._raw:
+            # A session of its own (credentials from the environment, as the bench sets them): its calls
+            # reach no hook of this meter, so they are never counted.
+            self._raw[endpoint] = botocore.session.Session().create_client(
+                "dynamodb", region_name="us-east-1", endpoint_url=endpoint
+            )
+        return self._raw[endpoint]
+
+    def _shape(self, endpoint: str, table: str) -> TableShape:
+        if (endpoint, table) not in self._shapes:
+            described = self._raw_client(endpoint).describe_table(TableName=table)["Table"]
+            indexes = tuple(
+                IndexShape(
+                    index["IndexName"],
+                    tuple(k["AttributeName"] for k in index["KeySchema"]),
+                    index["Projection"]["ProjectionType"],
+                    tuple(index["Projection"].get("NonKeyAttributes", ())),
+                )
+                for index in described.get("GlobalSecondaryIndexes", [])
+            )
+            keys = tuple(k["AttributeName"] for k in described["KeySchema"])
+            self._shapes[(endpoint, table)] = TableShape(keys, indexes)
+        return self._shapes[(endpoint, table)]
+
+    def _key_of(self, endpoint: str, table: str, item_or_key: dict[str, Any]) -> dict[str, Any]:
+        return {name: item_or_key[name] for name in self._shape(endpoint, table).keys}
+
+    def _get(self, endpoint: str, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        item = self._raw_client(endpoint).get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+        return None if item is None else dict(item)
+
+    # -- snapshots -------------------------------------------------------------------------------
 
     def snapshot(self) -> Usage:
         with self._lock:
-            return Usage(Counter(self.calls), self.wcu, self.rcu)
+            return Usage(Counter(self.calls), dict(self.wcu), dict(self.rcu), Counter(self.billed_requests))
 
     def since(self, start: Usage) -> Usage:
         now = self.snapshot()
-        return Usage(now.calls - start.calls, now.wcu - start.wcu, now.rcu - start.rcu)
+        return Usage(
+            now.calls - start.calls,
+            _minus(now.wcu_by, start.wcu_by),
+            _minus(now.rcu_by, start.rcu_by),
+            now.requests - start.requests,
+        )
+
+
+def _minus(a: Units, b: Units) -> Units:
+    return {key: a[key] - b.get(key, 0.0) for key in a if a[key] - b.get(key, 0.0)}
+
+
+def _write_targets(operation: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+    """(table, item or key, transactional) of every item a write call may change."""
+    if operation == "PutItem":
+        return [(params["TableName"], params["Item"], False)]
+    if operation in ("UpdateItem", "DeleteItem"):
+        return [(params["TableName"], params["Key"], False)]
+    if operation == "TransactWriteItems":
+        found = []
+        for entry in params.get("TransactItems", []):
+            ((kind, op),) = entry.items()
+            if kind != "ConditionCheck":
+                found.append((op["TableName"], op["Item"] if kind == "Put" else op["Key"], True))
+        return found
+    if operation == "BatchWriteItem":
+        return [
+            (table, (r.get("PutRequest") or {}).get("Item") or r["DeleteRequest"]["Key"], False)
+            for table, requests in params.get("RequestItems", {}).items()
+            for r in requests
+        ]
+    return []
+
+
+def _read(operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> Units:
+    units: Units = defaultdict(float)
+    consistent = bool(params.get("ConsistentRead"))
+    if operation == "GetItem":
+        units[(params["TableName"], TABLE)] += read_units(item_size(parsed.get("Item")), consistent)
+    elif operation == "BatchGetItem":
+        for table, items in parsed.get("Responses", {}).items():
+            strong = bool(params.get("RequestItems", {}).get(table, {}).get("ConsistentRead"))
+            for item in items:
+                units[(table, TABLE)] += read_units(item_size(item), strong)
+    elif operation in ("Query", "Scan"):
+        size = sum(item_size(item) for item in parsed.get("Items", []))
+        units[(params["TableName"], params.get("IndexName") or TABLE)] += read_units(size, consistent)
+    elif operation == "TransactGetItems":
+        for entry, response in zip(params.get("TransactItems", []), parsed.get("Responses", []), strict=False):
+            units[(entry["Get"]["TableName"], TABLE)] += 2 * read_units(item_size(response.get("Item")))
+    return units
+
+
+def _sns_chunks(operation: str, params: dict[str, Any]) -> int:
+    if operation == "Publish":
+        return message_chunks(len(str(params.get("Message", "")).encode()) + _attributes_size(params))
+    if operation == "PublishBatch":
+        entries = params.get("PublishBatchRequestEntries", [])
+        return message_chunks(sum(len(str(e.get("Message", "")).encode()) + _attributes_size(e) for e in entries))
+    return 1
+
+
+def _sqs_chunks(operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> int:
+    if operation == "SendMessage":
+        return message_chunks(len(str(params.get("MessageBody", "")).encode()))
+    if operation == "SendMessageBatch":
+        return message_chunks(sum(len(str(e.get("MessageBody", "")).encode()) for e in params.get("Entries", [])))
+    if operation == "ReceiveMessage":
+        return message_chunks(sum(len(str(m.get("Body", "")).encode()) for m in parsed.get("Messages", [])))
+    return 1
+
+
+def _attributes_size(params: dict[str, Any]) -> int:
+    return len(json.dumps(params.get("MessageAttributes", {})).encode()) if params.get("MessageAttributes") else 0
 
 
 @dataclass(frozen=True)
 class Usage:
     calls: Counter[str]
-    wcu: float
-    rcu: float
+    wcu_by: Units
+    rcu_by: Units
+    requests: Counter[str] = field(default_factory=Counter)  # billed sns / sqs / streams requests
+
+    @property
+    def wcu(self) -> float:
+        return float(sum(self.wcu_by.values()))
+
+    @property
+    def rcu(self) -> float:
+        return float(sum(self.rcu_by.values()))
+
+    def index_wcu(self) -> float:
+        return float(sum(units for (_, bucket), units in self.wcu_by.items() if bucket != TABLE))
 
     def count(self, prefix: str) -> int:
         return sum(n for name, n in self.calls.items() if name.startswith(prefix))

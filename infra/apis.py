@@ -14,6 +14,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.orchestrator.settings import OrchestratorSettings
+from shared.capacity import DEFAULT_CAPACITY, Capacity
 
 STAGE = "v1"
 # Every path of the API's one stage, in the resource-policy shorthand (the API's own ARN would make
@@ -27,11 +28,18 @@ class Throttle:
     burst: int
 
 
-ORCHESTRATOR_THROTTLE = Throttle(rate=100, burst=200)
 # Each orchestrator command may call loans-api once per attempt of its retry schedule: loans-api's
 # gateway must never be the one that says 429 first.
 _ATTEMPTS = int(OrchestratorSettings.model_fields["retry_attempts"].default)
-LOANS_THROTTLE = Throttle(rate=ORCHESTRATOR_THROTTLE.rate * _ATTEMPTS, burst=ORCHESTRATOR_THROTTLE.burst * _ATTEMPTS)
+
+
+def throttles(capacity: Capacity) -> tuple[Throttle, Throttle]:
+    """The agent API's throttle for the target rate (shared/capacity.py), and loans-api's above it."""
+    orchestrator = Throttle(rate=capacity.orchestrator_rate, burst=capacity.orchestrator_burst)
+    return orchestrator, Throttle(rate=orchestrator.rate * _ATTEMPTS, burst=orchestrator.burst * _ATTEMPTS)
+
+
+ORCHESTRATOR_THROTTLE, LOANS_THROTTLE = throttles(DEFAULT_CAPACITY)
 
 
 class ProxyApi(Construct):

@@ -12,12 +12,16 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from shared.capacity import DEFAULT_CAPACITY
 from shared.outbox import EVENT_PREFIX
 
 RELAY_BATCH_SIZE = 100
 RELAY_RETRIES = 5
 CONSUMER_BATCH_SIZE = 10
-CONSUMER_MAX_CONCURRENCY = 10
+# The consumer's concurrency and the relay's parallelization factor come from the stack's target rate
+# (shared/capacity.py); these are the defaults'.
+CONSUMER_MAX_CONCURRENCY = DEFAULT_CAPACITY.consumer_max_concurrency
+RELAY_PARALLELIZATION_FACTOR = DEFAULT_CAPACITY.relay_parallelization_factor
 SWEEP_EVERY = Duration.minutes(1)
 
 
@@ -33,6 +37,8 @@ class EventSources(Construct):
         queue: sqs.IQueue,
         consumer: lambda_.IFunction,
         sweeper: lambda_.IFunction,
+        consumer_max_concurrency: int = CONSUMER_MAX_CONCURRENCY,
+        relay_parallelization_factor: int = RELAY_PARALLELIZATION_FACTOR,
     ) -> None:
         super().__init__(scope, construct_id)
         # The filter keeps the relay's own NOTIFIED updates (MODIFY) and every non-outbox item away;
@@ -54,6 +60,7 @@ class EventSources(Construct):
                 report_batch_item_failures=True,
                 on_failure=sources.SqsDlq(relay_failures),
                 filters=[outbox_inserts],
+                parallelization_factor=relay_parallelization_factor,
             )
         )
         consumer.add_event_source(
@@ -61,7 +68,7 @@ class EventSources(Construct):
                 queue,
                 batch_size=CONSUMER_BATCH_SIZE,
                 report_batch_item_failures=True,
-                max_concurrency=CONSUMER_MAX_CONCURRENCY,
+                max_concurrency=consumer_max_concurrency,
             )
         )
         events.Rule(

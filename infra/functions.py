@@ -25,6 +25,15 @@ RELAY_TIMEOUT = Duration.seconds(30)
 SWEEPER_TIMEOUT = Duration.seconds(60)
 CONSUMER_TIMEOUT = Duration.seconds(CONSUMER_TIMEOUT_SECONDS)
 AUDITOR_TIMEOUT = Duration.seconds(120)
+# Memory per function, in MB (Lambda bills GB-seconds at this size; bench/run.py prices them).
+MEMORY_MB = {
+    names.LOANS_API: 512,
+    names.ORCHESTRATOR: 512,
+    names.RELAY: 256,
+    names.SWEEPER: 256,
+    names.CONSUMER: 256,
+    names.AUDITOR: 256,
+}
 
 
 class SagaFunctions(Construct):
@@ -42,29 +51,28 @@ class SagaFunctions(Construct):
         self._retention = log_retention
         self._removal = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN
         self.loans_api = self._function(
-            "LoansApi", names.LOANS_API, "functions.loans_api.handler.lambda_handler", LOANS_API_TIMEOUT, 512
+            "LoansApi", names.LOANS_API, "functions.loans_api.handler.lambda_handler", LOANS_API_TIMEOUT
         )
         self.orchestrator = self._function(
             "Orchestrator",
             names.ORCHESTRATOR,
             "functions.orchestrator.handler.lambda_handler",
             ORCHESTRATOR_TIMEOUT,
-            512,
         )
-        self.relay = self._function("Relay", names.RELAY, "functions.relay.handler.lambda_handler", RELAY_TIMEOUT, 256)
+        self.relay = self._function("Relay", names.RELAY, "functions.relay.handler.lambda_handler", RELAY_TIMEOUT)
         # One sweep at a time: a run that outlasts the schedule's minute must not race the next one.
         self.sweeper = self._function(
-            "Sweeper", names.SWEEPER, "functions.relay.handler.sweeper_handler", SWEEPER_TIMEOUT, 256, reserved=1
+            "Sweeper", names.SWEEPER, "functions.relay.handler.sweeper_handler", SWEEPER_TIMEOUT, reserved=1
         )
         self.consumer = self._function(
-            "Consumer", names.CONSUMER, "functions.consumer.handler.lambda_handler", CONSUMER_TIMEOUT, 256
+            "Consumer", names.CONSUMER, "functions.consumer.handler.lambda_handler", CONSUMER_TIMEOUT
         )
         self.auditor = self._function(
-            "Auditor", names.AUDITOR, "functions.auditor.handler.lambda_handler", AUDITOR_TIMEOUT, 256
+            "Auditor", names.AUDITOR, "functions.auditor.handler.lambda_handler", AUDITOR_TIMEOUT
         )
 
     def _function(
-        self, construct_id: str, service: str, handler: str, timeout: Duration, memory: int, reserved: int | None = None
+        self, construct_id: str, service: str, handler: str, timeout: Duration, reserved: int | None = None
     ) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=self._retention, removal_policy=self._removal)
         # An explicit role: it may write to its own log group and nothing else until granted more.
@@ -84,7 +92,7 @@ class SagaFunctions(Construct):
             handler=handler,
             layers=[self._layer],
             timeout=timeout,
-            memory_size=memory,
+            memory_size=MEMORY_MB[service],
             reserved_concurrent_executions=reserved,
             tracing=lambda_.Tracing.ACTIVE,
             logging_format=lambda_.LoggingFormat.JSON,

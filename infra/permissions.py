@@ -34,7 +34,10 @@ ORCHESTRATOR = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:PutItem"))
 CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem"))
 # The relay marks what it published; the sweeper finds what is still pending, oldest first.
 RELAY = TableCalls(on_table=("dynamodb:UpdateItem",))
-SWEEPER = TableCalls(on_table=("dynamodb:UpdateItem",), on_indexes={PENDING_INDEX: ("dynamodb:Query",)})
+# The pending index holds keys only: the sweeper reads the items it found there whole (BatchGetItem).
+SWEEPER = TableCalls(
+    on_table=("dynamodb:BatchGetItem", "dynamodb:UpdateItem"), on_indexes={PENDING_INDEX: ("dynamodb:Query",)}
+)
 # The scheduled audit reads ledgers and event items, finds what changed in the keys-only changes index,
 # reads Control Records and keeps its one state item in the journeys table. It never writes to loans-api.
 AUDITOR_LOANS = TableCalls(

@@ -9,7 +9,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import permissions
-from infra.apis import LOANS_THROTTLE, ORCHESTRATOR_THROTTLE, ApiGatewayAccountRole, ProxyApi
+from infra.apis import ApiGatewayAccountRole, ProxyApi, throttles
 from infra.audit import JourneyAudit
 from infra.data import DataTables
 from infra.event_sources import EventSources
@@ -18,6 +18,7 @@ from infra.messaging import Messaging
 from infra.nag import acknowledge
 from infra.observability import Observability, Watched
 from shared import tables
+from shared.capacity import DEFAULT_CAPACITY, Capacity
 
 
 class LoanSagaStack(Stack):
@@ -29,9 +30,11 @@ class LoanSagaStack(Stack):
         dev: bool = False,
         api_gateway_account_role: bool = False,
         alarm_email: str | None = None,
+        capacity: Capacity = DEFAULT_CAPACITY,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        orchestrator_throttle, loans_throttle = throttles(capacity)
         retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
         data = DataTables(self, "Data", dev=dev)
         messaging = Messaging(self, "Messaging")
@@ -42,7 +45,7 @@ class LoanSagaStack(Stack):
             name="loans",
             function=fns.loans_api,
             log_retention=retention,
-            throttle=LOANS_THROTTLE,
+            throttle=loans_throttle,
             only_invoker=fns.orchestrator.role,
             description="loans-api: the system of record (internal: only the orchestrator calls it)",
         )
@@ -52,7 +55,7 @@ class LoanSagaStack(Stack):
             name="orchestrator",
             function=fns.orchestrator,
             log_retention=retention,
-            throttle=ORCHESTRATOR_THROTTLE,
+            throttle=orchestrator_throttle,
             description="The loan journey orchestrator: the agent-facing API",
         )
         account_role = ApiGatewayAccountRole(self, "ApiGatewayAccount") if api_gateway_account_role else None
@@ -76,6 +79,8 @@ class LoanSagaStack(Stack):
         loans_api.grant_invoke(fns.orchestrator)
 
         fns.loans_api.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
+        # Writer and sweeper agree on the pending index's shards (sized for the target rate).
+        fns.loans_api.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
         fns.orchestrator.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
         fns.orchestrator.add_environment("LOANS_API_URL", loans_api.api.url.rstrip("/"))
         fns.orchestrator.add_environment("SIGN_LOANS_REQUESTS", "true")
@@ -83,6 +88,7 @@ class LoanSagaStack(Stack):
         for outbox_worker in (fns.relay, fns.sweeper):
             outbox_worker.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
             outbox_worker.add_environment("EVENTS_TOPIC_ARN", messaging.topic.topic_arn)
+            outbox_worker.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
 
         EventSources(
             self,
@@ -93,6 +99,8 @@ class LoanSagaStack(Stack):
             queue=messaging.queue,
             consumer=fns.consumer,
             sweeper=fns.sweeper,
+            consumer_max_concurrency=capacity.consumer_max_concurrency,
+            relay_parallelization_factor=capacity.relay_parallelization_factor,
         )
         JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys)
         functions = {
@@ -127,6 +135,7 @@ class LoanSagaStack(Stack):
             tables.OUTPUT_EVENTS_DLQ: messaging.dlq.queue_url,
             tables.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
             tables.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
+            tables.OUTPUT_PENDING_SHARDS: str(capacity.pending_shards),
             "DashboardName": self.observability.dashboard.dashboard_name,
             "AlarmTopicArn": self.observability.alarm_topic.topic_arn,
         }

@@ -43,6 +43,7 @@ class Target:
     api_url: str
     loans_api_url: str
     signed: bool = False
+    pending_shards: int = tables.PENDING_SHARDS
 
     def client(self, service: str) -> Any:
         budget = aws.AwsCallBudget(connect_timeout=1.0, read_timeout=5.0, max_attempts=2)
@@ -84,6 +85,8 @@ def stack_target(stack_name: str, region: str) -> Target:
         outputs[tables.OUTPUT_ORCHESTRATOR_URL].rstrip("/"),
         outputs[tables.OUTPUT_LOANS_API_URL].rstrip("/"),
         signed=True,
+        # A stack older than this output was deployed with the default.
+        pending_shards=int(outputs.get(tables.OUTPUT_PENDING_SHARDS, tables.PENDING_SHARDS)),
     )
 
 
@@ -91,7 +94,7 @@ def stack_target(stack_name: str, region: str) -> Target:
 
 
 def status(target: Target) -> dict[str, Any]:
-    outbox = DynamoOutboxStore(target.client("dynamodb"), target.loans_table)
+    outbox = DynamoOutboxStore(target.client("dynamodb"), target.loans_table, target.pending_shards)
     page = outbox.oldest_pending(1)
     oldest = page.oldest_occurred_at()
     age = 0.0 if oldest is None else max(0.0, (datetime.now(UTC) - oldest).total_seconds())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -18,6 +19,12 @@ EXPECTED_SEQ_HEADER = "Expected-Ledger-Seq"
 MAX_KEY_LENGTH = 255
 DEFAULT_RECEIPT_TTL_SECONDS = 30 * 24 * 3600  # longer than the longest redelivery path (14-day DLQ)
 RECEIPT_SK = "RECEIPT"
+# A receipt keeps its body zlib-compressed (`bodyZ`, binary) when that is smaller: receipts are written
+# inside every command's transaction at 2 write units per KB, and the body is most of their size (a
+# loans-api answer carries its event). Lossless, so a replay is still byte for byte; self-contained, so it
+# needs no other item (outbox items expire 7 days after publishing, receipts live 30). `body` (plain) is
+# still read, for short bodies and for receipts stored before compression.
+_COMPRESSION_LEVEL = 9
 
 
 def receipt_key(key: str) -> dict[str, str]:
@@ -59,19 +66,25 @@ class Receipt:
 
     def to_values(self, expires_at: int, **extra: Any) -> dict[str, Any]:
         """The receipt as item values (TTL attribute `expiresAt`), with `extra` attributes."""
+        plain = self.body.encode()
+        packed = zlib.compress(plain, _COMPRESSION_LEVEL)
+        body = {"bodyZ": packed} if len(packed) < len(plain) else {"body": self.body}
         return {
             **receipt_key(self.key),
             "idempotencyKey": self.key,
             "requestHash": self.request_hash,
             "status": self.status,
-            "body": self.body,
+            **body,
             "expiresAt": expires_at,
             **extra,
         }
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> Receipt:
-        return cls(values["idempotencyKey"], values["requestHash"], int(values["status"]), values["body"])
+        packed = values.get("bodyZ")
+        # boto3 reads a binary attribute as `Binary`; bytes() takes it and plain bytes alike.
+        body = values["body"] if packed is None else zlib.decompress(bytes(packed)).decode()
+        return cls(values["idempotencyKey"], values["requestHash"], int(values["status"]), body)
 
     def replay_for(self, request_hash: str) -> Receipt:
         """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""

@@ -26,15 +26,15 @@ def event_sk(seq: int) -> str:
     return f"{EVENT_PREFIX}{seq:0{_SEQ_WIDTH}d}"
 
 
-def pending_shard(event_id: str) -> str:
-    return f"PENDING#{zlib.crc32(event_id.encode()) % PENDING_SHARDS}"
+def pending_shard(event_id: str, shards: int = PENDING_SHARDS) -> str:
+    return f"PENDING#{zlib.crc32(event_id.encode()) % shards}"
 
 
-def all_pending_shards() -> list[str]:
-    return [f"PENDING#{shard}" for shard in range(PENDING_SHARDS)]
+def all_pending_shards(shards: int = PENDING_SHARDS) -> list[str]:
+    return [f"PENDING#{shard}" for shard in range(shards)]
 
 
-def outbox_item(event: LoanEvent) -> dict[str, Any]:
+def outbox_item(event: LoanEvent, shards: int = PENDING_SHARDS) -> dict[str, Any]:
     """The outbox item for `event`, PENDING and visible in the sparse pending index."""
     values = event.model_dump(mode="json")
     return to_item(
@@ -43,7 +43,7 @@ def outbox_item(event: LoanEvent) -> dict[str, Any]:
             "sk": event_sk(event.seq),
             **values,
             "status": PENDING,
-            PENDING_SHARD_ATTRIBUTE: pending_shard(event.eventId),
+            PENDING_SHARD_ATTRIBUTE: pending_shard(event.eventId, shards),
             "attempts": 0,
         }
     )

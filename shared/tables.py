@@ -14,6 +14,9 @@ TTL_ATTRIBUTE = "expiresAt"
 PENDING_INDEX = "pending-outbox"
 PENDING_SHARD_ATTRIBUTE = "pendingShard"
 PENDING_SORT_ATTRIBUTE = "eventId"
+# The default shard count: the stack derives the deployed one from its target rate (shared/capacity.py)
+# and gives it to loans-api (writes) and the sweeper (reads) as PENDING_SHARDS. Only ever raise it on a
+# live table: the sweeper reads shards 0..N-1, so items on shards past a lowered N would wait unswept.
 PENDING_SHARDS = 4
 
 # The audit's index of what changed when: every outbox event item, keyed by its type (a handful of
@@ -59,7 +62,10 @@ LOANS_TABLE = TableSpec(
     local_name="loans",
     stream_new_image=True,
     indexes=(
-        IndexSpec(PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE),
+        # Keys only: the sweeper finds pending items here and reads the few it needs whole. An index
+        # write is billed by the projected item's size, and every event is written to this index and
+        # removed from it again (issue 19).
+        IndexSpec(PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
         IndexSpec(CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
     ),
 )
@@ -89,3 +95,4 @@ OUTPUT_EVENTS_QUEUE = "EventsQueueUrl"
 OUTPUT_EVENTS_DLQ = "EventsDlqUrl"
 OUTPUT_RELAY_FAILURES = "RelayFailuresQueueUrl"
 OUTPUT_AGENT_POLICY = "AgentInvokePolicyArn"
+OUTPUT_PENDING_SHARDS = "PendingShards"

@@ -19,7 +19,7 @@ def utc_now() -> datetime:
 
 def build_service(settings: LoansSettings, metrics: Metrics) -> LoansService:
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url)
-    store = DynamoLoanStore(dynamodb, settings.loans_table_name)
+    store = DynamoLoanStore(dynamodb, settings.loans_table_name, settings.pending_shards)
     return LoansService(store, metrics, clock=utc_now, receipt_ttl_seconds=settings.receipt_ttl_seconds)
 
 

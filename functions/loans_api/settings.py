@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
 from shared.settings import BaseSettings
+from shared.tables import PENDING_SHARDS
 
 # loans-api's function timeout (infra deploys it; the local runtime gives each request the same). It
 # bounds how late an attempt the orchestrator abandoned can still commit.
@@ -11,3 +12,4 @@ FUNCTION_TIMEOUT_SECONDS = 10
 class LoansSettings(BaseSettings):
     loans_table_name: str
     receipt_ttl_seconds: int = DEFAULT_RECEIPT_TTL_SECONDS
+    pending_shards: int = PENDING_SHARDS  # the stack sets it from its target rate

@@ -14,6 +14,7 @@ from shared import outbox
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import LoanEvent
 from shared.idempotency import Receipt, receipt_key
+from shared.tables import PENDING_SHARDS
 
 LEDGER_SK = "LEDGER"
 
@@ -60,9 +61,10 @@ class LoanStore(Protocol):
 class DynamoLoanStore:
     """LoanStore on one DynamoDB table (single-table design, see docs/ARCHITECTURE.md, Data model)."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, pending_shards: int = PENDING_SHARDS) -> None:
         self._client = client
         self._table = table_name
+        self._pending_shards = pending_shards
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -127,7 +129,7 @@ class DynamoLoanStore:
             {
                 "Put": {
                     "TableName": self._table,
-                    "Item": outbox.outbox_item(change.event),
+                    "Item": outbox.outbox_item(change.event, self._pending_shards),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             },

@@ -28,7 +28,9 @@ def _relay(
     settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime], publisher: EventPublisher | None = None
 ) -> tuple[OutboxRelay, DynamoOutboxStore]:
     store = DynamoOutboxStore(
-        aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.loans_table_name
+        aws.client("dynamodb", settings.region, settings.aws_endpoint_url),
+        settings.loans_table_name,
+        settings.pending_shards,
     )
     publisher = publisher or sns_publisher(settings)
     return OutboxRelay(publisher, store, metrics, clock, settings.notified_ttl_seconds), store

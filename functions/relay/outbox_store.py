@@ -14,10 +14,12 @@ from pydantic import ValidationError
 from shared import event_ids, outbox
 from shared.dynamo import error_code, to_item
 from shared.events import LoanEvent, why_unreadable
-from shared.tables import PENDING_INDEX, PENDING_SHARD_ATTRIBUTE
+from shared.tables import PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SHARDS, PENDING_SORT_ATTRIBUTE
 
-# Pages read per shard per call: enough to get past a run of unreadable items, bounded all the same.
+# Pages read per shard per call, bounded.
 _MAX_PAGES_PER_SHARD = 10
+_BATCH_GET_LIMIT = 100  # DynamoDB's keys per BatchGetItem
+_MAX_BATCH_GET_ROUNDS = 5  # rounds of UnprocessedKeys (throttling) before the rest waits for the next sweep
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,10 @@ def read_outbox_item(item: dict[str, Any]) -> LoanEvent | UnreadableItem:
 
 
 class DynamoOutboxStore:
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, pending_shards: int = PENDING_SHARDS) -> None:
         self._client = client
         self._table = table_name
+        self._shards = outbox.all_pending_shards(pending_shards)
 
     def mark_notified(self, event: LoanEvent, published_at: datetime, expires_at: int) -> bool:
         """PENDING -> NOTIFIED, leaving the sparse index. False when someone else marked it first."""
@@ -108,15 +111,28 @@ class DynamoOutboxStore:
         return True
 
     def oldest_pending(self, limit: int) -> PendingPage:
-        """Up to `limit` readable PENDING events, oldest first across all shards (eventIds are
-        UUIDv7), and every unreadable PENDING item met on the way."""
-        pages = [self._query_shard(shard, limit) for shard in outbox.all_pending_shards()]
-        merged = heapq.merge(*(page.events for page in pages), key=lambda pending: pending.event.eventId)
-        return PendingPage(list(merged)[:limit], [item for page in pages for item in page.unreadable])
+        """Up to `limit` PENDING items, oldest first across all shards (eventIds are UUIDv7): the
+        readable events, and every unreadable item met on the way. The index projects keys only (its
+        writes are billed by the projected size, twice per event), so the items are then read whole,
+        strongly consistent, in one BatchGetItem per 100: which also drops what was marked NOTIFIED
+        since the (eventually consistent) index was read."""
+        keys = heapq.merge(*(self._query_shard(shard, limit) for shard in self._shards),
+                           key=lambda key: str(key.get(PENDING_SORT_ATTRIBUTE, {}).get("S", "")))  # fmt: skip
+        found = PendingPage()
+        for item in self._read_whole(list(keys)[:limit]):
+            if item.get("status", {}).get("S") != outbox.PENDING:
+                continue
+            read = read_outbox_item(item)
+            if isinstance(read, UnreadableItem):
+                found.unreadable.append(read)
+            else:
+                found.events.append(PendingEvent(read, _attempts(item)))
+        found.events.sort(key=lambda pending: pending.event.eventId)
+        return found
 
     def count_pending(self) -> int:
         total = 0
-        for shard in outbox.all_pending_shards():
+        for shard in self._shards:
             kwargs: dict[str, Any] = self._shard_query(shard) | {"Select": "COUNT"}
             while True:
                 page = self._client.query(**kwargs)
@@ -135,23 +151,35 @@ class DynamoOutboxStore:
             "ExpressionAttributeValues": to_item({":shard": shard}),
         }
 
-    def _query_shard(self, shard: str, limit: int) -> PendingPage:
-        found = PendingPage()
+    def _query_shard(self, shard: str, limit: int) -> list[dict[str, Any]]:
+        """The keys of the shard's `limit` oldest index entries (the index holds keys only)."""
+        found: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {**self._shard_query(shard), "ScanIndexForward": True, "Limit": limit}
         for _ in range(_MAX_PAGES_PER_SHARD):
             page = self._client.query(**kwargs)
-            for item in page.get("Items", []):
-                if item.get("status", {}).get("S") != outbox.PENDING:  # the index is eventually consistent
-                    continue
-                read = read_outbox_item(item)
-                if isinstance(read, UnreadableItem):
-                    found.unreadable.append(read)
-                else:
-                    found.events.append(PendingEvent(read, _attempts(item)))
-            if len(found.events) >= limit or "LastEvaluatedKey" not in page:
+            found += page.get("Items", [])
+            if len(found) >= limit or "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return found
+        return found[:limit]
+
+    def _read_whole(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The table items of index entries (an item deleted since the index was read is left out)."""
+        items: list[dict[str, Any]] = []
+        for start in range(0, len(keys), _BATCH_GET_LIMIT):
+            request: dict[str, Any] = {
+                self._table: {
+                    "Keys": [{"pk": key["pk"], "sk": key["sk"]} for key in keys[start : start + _BATCH_GET_LIMIT]],
+                    "ConsistentRead": True,
+                }
+            }
+            for _ in range(_MAX_BATCH_GET_ROUNDS):
+                page = self._client.batch_get_item(RequestItems=request)
+                items += page.get("Responses", {}).get(self._table, [])
+                request = page.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+        return items
 
 
 def _reason(error: Exception) -> str:

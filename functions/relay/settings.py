@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from shared.settings import BaseSettings
+from shared.tables import PENDING_SHARDS
 
 
 class RelaySettings(BaseSettings):
@@ -11,3 +12,4 @@ class RelaySettings(BaseSettings):
     # The sweeper republishes PENDING events older than this, at most `sweep_max_per_run` per run.
     sweep_threshold_seconds: float = 60.0
     sweep_max_per_run: int = 100
+    pending_shards: int = PENDING_SHARDS  # the stack sets it from its target rate (as for loans-api)

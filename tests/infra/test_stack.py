@@ -17,8 +17,8 @@ from functions.orchestrator.settings import OrchestratorSettings
 from infra import packaging
 from infra.nag import ALL_REASONS
 from saga.local.resources import table_definition
+from shared import capacity, tables
 from shared import metric_names as names
-from shared import tables
 from shared.tables import EVENTS_DLQ, EVENTS_QUEUE, JOURNEYS_TABLE, LOANS_TABLE
 
 
@@ -50,6 +50,8 @@ def test_the_loans_table_streams_new_images_and_has_the_sparse_pending_index(res
     indexes = {index["IndexName"]: index for index in loans["GlobalSecondaryIndexes"]}
     assert set(indexes) == {tables.PENDING_INDEX, tables.CHANGES_INDEX}
     assert [k["AttributeName"] for k in indexes[tables.PENDING_INDEX]["KeySchema"]] == ["pendingShard", "eventId"]
+    # Keys only: every event is written to it and removed again, each write billed by the projected size
+    assert indexes[tables.PENDING_INDEX]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     # The audit's index: every event by type and time, keys only (small, and no write on NOTIFIED)
     changes = indexes[tables.CHANGES_INDEX]
     assert [k["AttributeName"] for k in changes["KeySchema"]] == ["type", "eventId"]
@@ -458,3 +460,46 @@ def test_cdk_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path):
         assert rule in str(failed.value)
     assert "LoanSaga/Careless" in str(failed.value)
     assert "LoanSaga/CarelessRole" in str(failed.value)
+
+
+def _sizing(resources: dict) -> dict:
+    """What the target rate sets, as the template holds it."""
+    functions = of_type(resources, "AWS::Lambda::Function")
+    variables = [f["Properties"].get("Environment", {}).get("Variables", {}) for f in functions.values()]
+    shards = {v["POWERTOOLS_SERVICE_NAME"]: v["PENDING_SHARDS"] for v in variables if "PENDING_SHARDS" in v}
+    mappings = [m["Properties"] for m in of_type(resources, "AWS::Lambda::EventSourceMapping").values()]
+    stages = {
+        api: stage_of(resources, api)["MethodSettings"][0]["ThrottlingRateLimit"]
+        for api in ("OrchestratorApi", "LoansApi")
+    }
+    return {
+        "shards": sorted(set(shards.values())),
+        "writers": sorted(shards),
+        "parallelization": [m["ParallelizationFactor"] for m in mappings if "StartingPosition" in m],
+        "consumers": [m["ScalingConfig"]["MaximumConcurrency"] for m in mappings if "ScalingConfig" in m],
+        "throttles": [stages["OrchestratorApi"], stages["LoansApi"]],
+    }
+
+
+def test_the_defaults_are_sized_for_20_journeys_per_second(resources):
+    assert _sizing(resources) == {
+        "shards": ["4"],
+        "writers": ["loans-api", "relay", "sweeper"],
+        "parallelization": [2],
+        "consumers": [10],
+        "throttles": [100, 500],  # loans-api admits every retry: 5 attempts
+    }
+
+
+def test_a_target_rate_sizes_shards_throttles_and_concurrency(variant):
+    # Given `-c targetJourneysPerSecond=10000` (the variant synthesis)
+    wanted = capacity.derive(10_000)
+    # Then loans-api and the sweeper agree on the shards, and the event sources and throttles follow
+    assert _sizing(variant) == {
+        "shards": [str(wanted.pending_shards)],
+        "writers": ["loans-api", "relay", "sweeper"],
+        "parallelization": [wanted.relay_parallelization_factor],
+        "consumers": [wanted.consumer_max_concurrency],
+        "throttles": [wanted.orchestrator_rate, wanted.orchestrator_rate * 5],
+    }
+    assert (wanted.pending_shards, wanted.consumer_max_concurrency) == (160, 1000)

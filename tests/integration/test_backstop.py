@@ -136,3 +136,39 @@ def test_the_consumer_fails_an_unknown_type_so_it_lands_in_the_dlq(sqs_poller, s
     consumer = consumer_bootstrap.build_consumer(consumer_settings, quiet_metrics("consumer"))
     with pytest.raises(MalformedEvent, match=r"^unknown event type 'JourneyArchived'$"):
         consumer.consume(json.dumps(wire))
+
+
+def test_the_pending_index_holds_keys_only_and_the_sweeper_publishes_the_whole_event(
+    dynamodb, sqs, resources, relay_settings
+):
+    # Given stale PENDING events (one with a snapshot, which only the table item carries)
+    events = [stale_event(f"keys-{n}", 1, minutes_ago=3 + n) for n in range(3)]
+    for event in events:
+        dynamodb.put_item(TableName=resources.loans_table, Item=outbox.outbox_item(event))
+    # And one that was marked NOTIFIED already (it has left the index)
+    dynamodb.put_item(TableName=resources.loans_table, Item=outbox.outbox_item(stale_event("keys-done", 1)))
+    done = outbox.journey_pk("keys-done")
+    dynamodb.update_item(TableName=resources.loans_table, Key=to_item({"pk": done, "sk": outbox.event_sk(1)}),
+                         UpdateExpression="SET #s = :n REMOVE #shard",
+                         ExpressionAttributeNames={"#s": "status", "#shard": tables.PENDING_SHARD_ATTRIBUTE},
+                         ExpressionAttributeValues=to_item({":n": outbox.NOTIFIED}))  # fmt: skip
+    # Then the index entries carry keys only, no event
+    entries = [
+        item
+        for shard in outbox.all_pending_shards()
+        for item in dynamodb.query(
+            TableName=resources.loans_table,
+            IndexName=tables.PENDING_INDEX,
+            KeyConditionExpression="pendingShard = :s",
+            ExpressionAttributeValues=to_item({":s": shard}),
+        )["Items"]
+    ]
+    assert {frozenset(item) for item in entries} == {frozenset({"pk", "sk", "pendingShard", "eventId"})}
+    assert len(entries) == 3
+    # When the sweeper runs
+    report = relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper")).sweep()
+    # Then it republished exactly the three pending events, oldest first, each whole (snapshot included)
+    assert (report.pending, report.republished, report.unreadable) == (3, 3, 0)
+    assert report.oldest_age_seconds >= 5 * 60 - 1
+    published = [parse_event(m["Body"]) for m in received(sqs, resources.events_queue_url)]
+    assert sorted(published, key=lambda e: e.eventId) == sorted(events, key=lambda e: e.eventId)

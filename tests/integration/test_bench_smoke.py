@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench.run import main
+from bench.scale import main as scale_main
 
 
 def test_the_benchmark_runs_end_to_end_and_writes_every_figure(tmp_path):
@@ -10,6 +11,11 @@ def test_the_benchmark_runs_end_to_end_and_writes_every_figure(tmp_path):
     assert main(["--smoke", "--out", str(out)]) == 0
     report = out.read_text()
     for section in ("## 1. Cost per journey", "## 2. Critical path", "## 3. Local runtime under load",
-                    "## 4. Consumer drain rate", "## 5. Cold start", "Lower bound of this design"):  # fmt: skip
+                    "## 4. Consumer drain rate", "## 5. Cold start", "Billed units per journey by table and index",
+                    "### Dollars per 1M journeys", "| **total** |", "pending-outbox"):  # fmt: skip
         assert section in report, section
     assert "| simulate | 4 |" in report  # the critical path of a loans-backed command
+    # And the scale model runs on what it measured
+    scale = tmp_path / "SCALE.md"
+    assert scale_main(["--measured", str(out.with_suffix(".json")), "--out", str(scale)]) == 0
+    assert "journey-changes index: one partition per event type | 500 |" in scale.read_text()

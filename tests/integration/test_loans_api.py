@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from bench.meter import item_size
 from shared.dynamo import from_item, to_item
 from tests.support import ApiClient, json_of
 
@@ -315,3 +316,16 @@ def test_the_ledger_route_answers_where_the_journey_stands_in_one_read(loans_api
     ledger = json_of(loans_api.get(f"/journeys/{JOURNEY}/ledger"))
     assert (ledger["seq"], ledger["state"]) == (2, "accepted")
     assert ledger["lastEvent"]["snapshot"]["acceptance"]["acceptanceId"] == acceptance["acceptanceId"]
+
+
+def test_a_receipt_is_written_in_under_1_kb_and_its_replay_is_the_recorded_body(loans_api, dynamodb, resources):
+    # Given a committed simulation, whose answer carries its whole event
+    first = simulate(loans_api, "k-small")
+    # Then its receipt holds the body compressed to under half its size, and fits one write unit
+    raw = dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "RECEIPT#k-small", "sk": "RECEIPT"}))
+    assert "body" not in raw["Item"]
+    assert len(raw["Item"]["bodyZ"]["B"]) < len(first.body) / 2
+    assert item_size(raw["Item"]) < 1024
+    # And a replay answers the recorded body, byte for byte
+    again = simulate(loans_api, "k-small")
+    assert (again.status, again.body) == (first.status, first.body)

@@ -38,6 +38,7 @@ from saga.local.resources import provision
 from saga.ops import compare
 from shared import aws
 from shared.dynamo import from_item
+from shared.idempotency import Receipt
 from tests.support import ApiClient, json_of, quiet_metrics
 
 # A reply lost not at all, once (the retry replays it), or on every attempt (the agent gets a 503);
@@ -212,7 +213,7 @@ class JourneyModel(RuleBasedStateMachine):
         disbursed = [e for e in events.values() if e["type"] == "LoanDisbursed"]
         assert len({e["journeyId"] for e in disbursed}) == len(disbursed)
         for receipt in (i for i in items if i["sk"] == "RECEIPT"):
-            recorded = json.loads(receipt["body"])["event"]
+            recorded = json.loads(Receipt.from_values(receipt).body)["event"]
             stored = events.get((receipt["journeyId"], receipt["eventId"]))
             assert stored is not None, "a receipt answers with an event that was never committed"
             assert (stored["seq"], stored["type"]) == (recorded["seq"], recorded["type"])

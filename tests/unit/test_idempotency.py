@@ -29,3 +29,17 @@ def test_a_receipt_replays_only_for_the_same_request():
     assert receipt.replay_for(fingerprint("POST", "/x", {"a": 1})) is receipt
     with pytest.raises(IdempotencyKeyReused):
         receipt.replay_for(fingerprint("POST", "/x", {"a": 2}))
+
+
+def test_a_receipt_stores_a_long_body_compressed_and_gives_it_back_byte_for_byte():
+    body = '{"event":{"snapshot":{"state":"simulated","amount":"10000.00"}},"eventId":"01a2","status":"ACTIVE"}' * 4
+    values = Receipt("k", "h", 201, body).to_values(expires_at=1)
+    assert "body" not in values
+    assert len(values["bodyZ"]) < len(body.encode()) / 2
+    assert Receipt.from_values(values).body == body
+
+
+def test_a_short_body_is_kept_plain_and_a_receipt_stored_before_compression_still_replays():
+    assert Receipt("k", "h", 200, "{}").to_values(expires_at=1)["body"] == "{}"
+    legacy = {"idempotencyKey": "k", "requestHash": "h", "status": 201, "body": '{"ok":true}'}
+    assert Receipt.from_values(legacy) == Receipt("k", "h", 201, '{"ok":true}')
