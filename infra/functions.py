@@ -12,6 +12,7 @@ from constructs import Construct
 from functions.loans_api.settings import FUNCTION_TIMEOUT_SECONDS as LOANS_FUNCTION_TIMEOUT_SECONDS
 from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from infra import packaging
+from shared import entry_points
 from shared import metric_names as names
 from shared.tables import CONSUMER_TIMEOUT_SECONDS
 
@@ -50,26 +51,18 @@ class SagaFunctions(Construct):
         )
         self._retention = log_retention
         self._removal = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN
-        self.loans_api = self._function(
-            "LoansApi", names.LOANS_API, "functions.loans_api.handler.lambda_handler", LOANS_API_TIMEOUT
-        )
+        self.loans_api = self._function("LoansApi", names.LOANS_API, entry_points.LOANS_API, LOANS_API_TIMEOUT)
         self.orchestrator = self._function(
             "Orchestrator",
             names.ORCHESTRATOR,
-            "functions.orchestrator.handler.lambda_handler",
+            entry_points.ORCHESTRATOR,
             ORCHESTRATOR_TIMEOUT,
         )
-        self.relay = self._function("Relay", names.RELAY, "functions.relay.handler.lambda_handler", RELAY_TIMEOUT)
+        self.relay = self._function("Relay", names.RELAY, entry_points.RELAY, RELAY_TIMEOUT)
         # One sweep at a time: a run that outlasts the schedule's minute must not race the next one.
-        self.sweeper = self._function(
-            "Sweeper", names.SWEEPER, "functions.relay.handler.sweeper_handler", SWEEPER_TIMEOUT, reserved=1
-        )
-        self.consumer = self._function(
-            "Consumer", names.CONSUMER, "functions.consumer.handler.lambda_handler", CONSUMER_TIMEOUT
-        )
-        self.auditor = self._function(
-            "Auditor", names.AUDITOR, "functions.auditor.handler.lambda_handler", AUDITOR_TIMEOUT
-        )
+        self.sweeper = self._function("Sweeper", names.SWEEPER, entry_points.SWEEPER, SWEEPER_TIMEOUT, reserved=1)
+        self.consumer = self._function("Consumer", names.CONSUMER, entry_points.CONSUMER, CONSUMER_TIMEOUT)
+        self.auditor = self._function("Auditor", names.AUDITOR, entry_points.AUDITOR, AUDITOR_TIMEOUT)
 
     def _function(
         self, construct_id: str, service: str, handler: str, timeout: Duration, reserved: int | None = None

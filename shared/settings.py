@@ -23,3 +23,8 @@ class BaseSettings(BaseModel):
         if "region" not in values and "AWS_REGION" in environ:
             values["region"] = environ["AWS_REGION"]
         return cls.model_validate(values)
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables `from_env` reads back into these settings: what the local runtime
+        gives a function's container, as infra gives the deployed function."""
+        return {name.upper(): str(value) for name, value in self.model_dump().items() if value is not None}

@@ -10,46 +10,46 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from aws_lambda_powertools import Metrics
-
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 _handler: Handler | None = None
-_metrics: Metrics | None = None
 
 
-def _start_container(factory: str, settings: Any, name: str) -> None:
-    """Worker initializer: build the function once per container, as its cold start would."""
-    global _handler, _metrics  # noqa: PLW0603 - one handler per worker process, like a Lambda container
+def _start_container(entry: str, environment: dict[str, str]) -> None:
+    """Worker initializer: the function's environment, then its Lambda entry point imported, as a
+    Lambda container's init does (the entry builds its composition root on the first invocation)."""
+    global _handler  # noqa: PLW0603 - one handler per worker process, like a Lambda container
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runtime stops its containers itself
-    module, attribute = factory.split(":")
-    _metrics = Metrics(namespace="LoanSaga", service=name)
-    _handler = getattr(importlib.import_module(module), attribute)(settings, _metrics)
+    os.environ.update(environment)
+    module, attribute = entry.rsplit(".", 1)
+    _handler = getattr(importlib.import_module(module), attribute)
 
 
 def _invoke(event: dict[str, Any], name: str, function_timeout: float) -> dict[str, Any]:
     from saga.local.apigw import LambdaContextStub
 
-    if _handler is None or _metrics is None:
+    if _handler is None:
         raise RuntimeError("the container was not started")
-    try:
-        # The context's remaining time starts at the deployed function's timeout, as in Lambda.
-        return _handler(event, LambdaContextStub(name, function_timeout))
-    finally:
-        if _metrics.metric_set:
-            _metrics.flush_metrics()
+    # The context's remaining time starts at the deployed function's timeout, as in Lambda.
+    return _handler(event, LambdaContextStub(name, function_timeout))
+
+
+def _started() -> bool:
+    return _handler is not None
 
 
 class ContainerPool:
-    """Invokes a function built by `factory` ("module:callable" taking Settings and Metrics) in up
-    to `max_containers` worker processes, each invocation with the function's timeout."""
+    """Invokes a function's Lambda entry point (`entry`, "module.function", the handler infra deploys)
+    with its `environment`, in up to `max_containers` worker processes, each invocation with the
+    function's timeout: what runs locally is what runs in AWS, entry point included."""
 
-    def __init__(self, name: str, factory: str, settings: Any, max_containers: int = 4,
+    def __init__(self, name: str, entry: str, environment: dict[str, str], max_containers: int = 4,
                  function_timeout: float = 30.0) -> None:  # fmt: skip
         self.name = name
         self._function_timeout = function_timeout
@@ -58,15 +58,16 @@ class ContainerPool:
             max_workers=max_containers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_container,
-            initargs=(factory, settings, name),
+            initargs=(entry, environment),
         )
 
-    def warm(self) -> None:
-        """Start one container now, so the first request is not a cold start."""
-        from saga.local.apigw import proxy_event
-
-        event = proxy_event("GET", "/health", {}, None)
-        self._pool.submit(_invoke, event, self.name, self._function_timeout).result(timeout=self._timeout)
+    def warm(self, event: dict[str, Any] | None = None) -> None:
+        """Start one container now (and invoke it with `event`, if given, so that its composition
+        root is built), so the first request is not a cold start."""
+        if event is None:
+            self._pool.submit(_started).result(timeout=self._timeout)
+        else:
+            self._pool.submit(_invoke, event, self.name, self._function_timeout).result(timeout=self._timeout)
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         return self._pool.submit(_invoke, event, self.name, self._function_timeout).result(timeout=self._timeout)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 
-from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
 from functions.loans_api.settings import FUNCTION_TIMEOUT_SECONDS as LOANS_FUNCTION_TIMEOUT_SECONDS
 from functions.loans_api.settings import LoansSettings
@@ -22,13 +23,16 @@ from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import EventPublisher
 from functions.relay.settings import RelaySettings
+from saga.local.apigw import proxy_event
 from saga.local.aws_faults import AwsFaultInjector, FaultRule
 from saga.local.containers import ContainerPool
 from saga.local.http_server import ApiServer, ProxyHandler
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import BatchHandler, PollingLoop, SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
-from shared import aws
+from shared import aws, entry_points
+from shared import metric_names as names
+from shared.settings import BaseSettings
 
 logger = Logger(service="saga-local", child=True)
 
@@ -60,6 +64,18 @@ class RuntimeConfig:
     # real AWS errors. They start once the resources exist; the control API changes them at run time.
     aws_faults: tuple[FaultRule, ...] = ()
     aws_fault_seed: int | None = None
+
+
+def _environment(settings: BaseSettings, service: str) -> dict[str, str]:
+    """A function's environment: its settings, and the Powertools variables infra sets for it."""
+    return {**settings.to_env(), "POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE}
+
+
+def scheduled_event(region: str) -> dict[str, Any]:
+    """What EventBridge's schedule sends a function."""
+    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": "000000000000", "region": region, "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "resources": [], "detail": {}}  # fmt: skip
 
 
 def _flush(metrics: Metrics) -> None:
@@ -108,8 +124,8 @@ class LocalRuntime:
         )
         loans = ContainerPool(
             "loans-api",
-            "functions.loans_api.bootstrap:build",
-            loans_settings,
+            entry_points.LOANS_API,
+            _environment(loans_settings, names.LOANS_API),
             c.max_containers,
             function_timeout=LOANS_FUNCTION_TIMEOUT_SECONDS,
         )
@@ -124,14 +140,15 @@ class LocalRuntime:
         )
         orchestrator = ContainerPool(
             "orchestrator",
-            "functions.orchestrator.bootstrap:build",
-            orchestrator_settings,
+            entry_points.ORCHESTRATOR,
+            _environment(orchestrator_settings, names.ORCHESTRATOR),
             c.max_containers,
             function_timeout=FUNCTION_TIMEOUT_SECONDS,  # each request gets the deployed budget
         )
         self._pools.append(orchestrator)
         self._servers.insert(0, ApiServer("orchestrator", orchestrator, c.host, c.port, health=self.health).start())
-        warming = [threading.Thread(target=pool.warm) for pool in self._pools]
+        health = proxy_event("GET", "/health", {}, None)
+        warming = [threading.Thread(target=pool.warm, args=(health,)) for pool in self._pools]
         for thread in warming:
             thread.start()
         for thread in warming:
@@ -157,37 +174,36 @@ class LocalRuntime:
         def to_relay_failures(record: dict[str, Any]) -> None:
             sqs.send_message(QueueUrl=resources.relay_failures_url, MessageBody=json.dumps(record))
 
-        publisher: EventPublisher = relay_bootstrap.sns_publisher(relay_settings)
-        if c.relay_publisher_wrapper is not None:
-            publisher = c.relay_publisher_wrapper(publisher)
-        relay = relay_bootstrap.build_stream_handler(relay_settings, metrics, publisher)
+        relay: ProxyHandler
+        if c.relay_publisher_wrapper is None:
+            relay = self._container("relay", entry_points.RELAY, relay_settings, names.RELAY)
+        else:  # a fault hook inside the composition (chaos): the composition root, in this process
+            publisher = c.relay_publisher_wrapper(relay_bootstrap.sns_publisher(relay_settings))
+            relay = _with_metrics_flushed(
+                relay_bootstrap.build_stream_handler(relay_settings, metrics, publisher), metrics
+            )
         stream = StreamPoller(
             aws.client("dynamodbstreams", c.region, endpoint),
             resources.loans_stream_arn,
-            _with_metrics_flushed(relay, metrics),
+            relay,
             on_failure=to_relay_failures,
         )
         queue_arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
-        consumer = consumer_bootstrap.build(
-            ConsumerSettings(region=c.region, aws_endpoint_url=endpoint, journeys_table_name=resources.journeys_table),
-            metrics,
+        consumer_settings = ConsumerSettings(
+            region=c.region, aws_endpoint_url=endpoint, journeys_table_name=resources.journeys_table
         )
+        consumer: BatchHandler = self._container("consumer", entry_points.CONSUMER, consumer_settings, names.CONSUMER)
         if c.consumer_wrapper is not None:
             consumer = c.consumer_wrapper(consumer)
         events = SqsPoller(
-            sqs,
-            resources.events_queue_url,
-            queue_arn,
-            _with_metrics_flushed(consumer, metrics),
-            redelivery_seconds=c.redelivery_seconds,
+            sqs, resources.events_queue_url, queue_arn, consumer, redelivery_seconds=c.redelivery_seconds
         )
-        sweeper = relay_bootstrap.build_sweeper(relay_settings, metrics)
+        sweeper = self._container("sweeper", entry_points.SWEEPER, relay_settings, names.SWEEPER)
 
         def sweep() -> int:
-            sweeper.sweep()
-            _flush(metrics)
+            sweeper(scheduled_event(c.region), None)
             return 0
 
         loops = {
@@ -200,6 +216,13 @@ class LocalRuntime:
             for name, (poll, interval) in loops.items()
             if name not in c.disabled
         ]
+
+    def _container(self, name: str, entry: str, settings: BaseSettings, service: str) -> ContainerPool:
+        """A poller's function, run through its Lambda entry point in a container of its own."""
+        pool = ContainerPool(name, entry, _environment(settings, service), max_containers=1)
+        pool.warm()
+        self._pools.append(pool)
+        return pool
 
     def stop(self) -> None:
         self._ready.clear()

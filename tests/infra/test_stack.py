@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from functions.orchestrator.settings import OrchestratorSettings
 from infra import packaging
 from infra.nag import ALL_REASONS
 from saga.local.resources import table_definition
-from shared import capacity, tables
+from shared import capacity, entry_points, tables
 from shared import metric_names as names
 from shared.tables import EVENTS_DLQ, EVENTS_QUEUE, JOURNEYS_TABLE, LOANS_TABLE
 
@@ -503,3 +504,13 @@ def test_a_target_rate_sizes_shards_throttles_and_concurrency(variant):
         "throttles": [wanted.orchestrator_rate, wanted.orchestrator_rate * 5],
     }
     assert (wanted.pending_shards, wanted.consumer_max_concurrency) == (160, 1000)
+
+
+def test_every_deployed_handler_is_an_entry_point_the_local_runtime_invokes(resources):
+    # Given the Handler of every function in the template
+    deployed = {f["Properties"]["Handler"] for f in of_type(resources, "AWS::Lambda::Function").values()}
+    # Then they are exactly the entry points saga local's containers run, and each is a function
+    assert deployed == {value for name, value in vars(entry_points).items() if name.isupper()}
+    for handler in deployed:
+        module, function = handler.rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), function)), handler
