@@ -317,7 +317,8 @@ def journey_history(target: Target, journey_id: str, record: dict[str, Any] | No
     """The journey's events in order, from loans-api's outbox items: when each was committed, when
     road 2's relay published it, and whether the Control Record has applied it (by seq: the applier
     is convergent, so every event at or below lastAppliedSeq is in the record, whichever road brought
-    it). The record keeps no per-road trail, so only the last applied event has a version."""
+    it). The record's trail (`appliedBy`, its newest changes) says which road applied each event, when,
+    and the version it made; the other road's delivery of that event was (or will be) a no-op."""
     dynamodb = target.client("dynamodb")
     items = dynamodb.query(
         TableName=target.loans_table,
@@ -326,6 +327,7 @@ def journey_history(target: Target, journey_id: str, record: dict[str, Any] | No
         ConsistentRead=True,
     ).get("Items", [])
     applied_seq = int(record["lastAppliedSeq"]) if record else 0
+    trail = {int(entry["seq"]): entry for entry in (record or {}).get("appliedBy") or []}
     history = []
     for values in (from_item(item) for item in items):
         entry = {
@@ -336,9 +338,16 @@ def journey_history(target: Target, journey_id: str, record: dict[str, Any] | No
             "outbox": values.get("status"),
             "road2PublishedAt": values.get("publishedAt"),
             "inRecord": isinstance(values.get("seq"), int) and values["seq"] <= applied_seq,
+            "appliedBy": None,
+            "appliedAt": None,
             "recordVersionAfter": None,
         }
-        if record and values.get("eventId") == record.get("lastAppliedEventId"):
+        application = trail.get(values["seq"]) if isinstance(values.get("seq"), int) else None
+        if application is not None:
+            entry.update(
+                appliedBy=application["road"], appliedAt=application["at"], recordVersionAfter=application["version"]
+            )
+        elif record and values.get("eventId") == record.get("lastAppliedEventId"):
             entry["recordVersionAfter"] = record.get("version")
         history.append(entry)
     return history
@@ -362,11 +371,17 @@ def journey_text(result: dict[str, Any]) -> str:
         lines.append("  events")
     for event in result["history"]:
         published = event["road2PublishedAt"] or "not yet"
-        applied = "in the record" if event["inRecord"] else "NOT in the record"
-        version = f" (record v{event['recordVersionAfter']})" if event["recordVersionAfter"] is not None else ""
+        if event["appliedBy"]:
+            applied = f"applied by {event['appliedBy']} at {event['appliedAt']} -> v{event['recordVersionAfter']}"
+            if event["appliedBy"] != "outbox":
+                applied += " (road 2's delivery of it is a no-op)"
+        elif event["inRecord"]:
+            applied = "in the record (through a later event's snapshot, or before the trail)"
+        else:
+            applied = "NOT in the record"
         lines.append(
             f"    {event['seq']:>3}  {event['type']:<20} committed {event['committedAt']}  "
-            f"road 2 published {published}  {applied}{version}"
+            f"road 2 published {published}  {applied}"
         )
     lines.append("agree: yes" if result["agree"] else "agree: NO\n  " + "\n  ".join(result["differences"]))
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from shared import state_machine
-from shared.control_record import ControlRecord
+from shared.control_record import TRAIL_LENGTH, Application, ControlRecord, Road
 from shared.errors import JourneyNotFound, StoreContention
 from shared.events import LoanEvent
 
@@ -28,15 +28,18 @@ class Decision:
     record: ControlRecord  # the record to write when APPLIED, else the record as read
 
 
-def decide(record: ControlRecord, event: LoanEvent, now: datetime) -> Decision:
-    """What applying `event` to `record` means. Pure."""
+def decide(record: ControlRecord, event: LoanEvent, now: datetime, road: Road) -> Decision:
+    """What applying `event`, brought by `road`, to `record` means. Pure."""
     if event.seq <= record.lastAppliedSeq:
         return Decision(Outcome.NOOP, record)
+    version = record.version + 1
+    trail = [*record.appliedBy, Application(seq=event.seq, road=road, at=now, version=version)]
     bookkeeping = {
-        "version": record.version + 1,
+        "version": version,
         "lastAppliedSeq": event.seq,
         "lastAppliedEventId": event.eventId,
         "updatedAt": now,
+        "appliedBy": trail[-TRAIL_LENGTH:],
     }
     if state_machine.is_terminal(record.currentState):
         # Terminal states are never left, but the record still tracks the truth's sequence.
@@ -81,8 +84,11 @@ class EventApplier:
         self._clock = clock
         self._max_attempts = max_attempts
 
-    def apply(self, event: LoanEvent, current: ControlRecord | None = None, confirm_noop: bool = True) -> Decision:
-        """Apply `event`; returns what happened and the record as it now stands. `current` saves
+    def apply(
+        self, event: LoanEvent, road: Road, current: ControlRecord | None = None, confirm_noop: bool = True
+    ) -> Decision:
+        """Apply `event`, brought by `road` (recorded in the record's trail when it changes the record);
+        returns what happened and the record as it now stands. `current` saves
         the first read when the caller just read the record (a stale one only loses the CAS). With
         `confirm_noop`, a no-op decided on the caller's copy is re-read so the answer is the freshest
         record (road 1 returns it to the agent); road 2 needs no answer and skips that read."""
@@ -91,7 +97,7 @@ class EventApplier:
             record = supplied or self._store.get(event.journeyId)
             if record is None:
                 raise JourneyNotFound(event.journeyId)
-            decision = decide(record, event, self._clock())
+            decision = decide(record, event, self._clock(), road)
             if decision.outcome is not Outcome.APPLIED:
                 if supplied is not None and confirm_noop:
                     continue  # answer with the freshest record, not the caller's copy

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, WithJsonSchema
 
@@ -15,6 +15,21 @@ from shared.events import (
     Message,
     SimulationSummary,
 )
+
+Road = Literal["reply", "outbox", "catch-up", "repair"]
+# The newest applications a Control Record keeps (a typical journey has 4-6 events): enough for an
+# operator to see how the record got where it is, small enough to keep the item near 1 KB.
+TRAIL_LENGTH = 6
+
+
+class Application(Message):
+    """One event applied to the record: which road brought it, when, and the version it made. No-ops
+    are not recorded (they write nothing)."""
+
+    seq: int
+    road: Road
+    at: datetime
+    version: int
 
 
 class ControlRecord(Message):
@@ -33,6 +48,11 @@ class ControlRecord(Message):
     createdAt: datetime
     updatedAt: datetime
     stateEnteredAt: datetime
+    appliedBy: list[Application] = Field(
+        default_factory=list,
+        description="The newest changes to this record: which event (seq), brought by which road (the reply of "
+        "loans-api, the outbox, a catch-up read, an operator's repair), when, and the version it made.",
+    )
 
     def loan_view(self) -> LoanSnapshot:
         """The record's loan fields in the shape of a snapshot, to compare with the truth."""

@@ -21,7 +21,7 @@ def control_key(journey_id: str) -> dict[str, Any]:
 
 def _record(item: dict[str, Any]) -> ControlRecord:
     values = from_item(item)
-    return ControlRecord.model_validate({name: values.get(name) for name in ControlRecord.model_fields})
+    return ControlRecord.model_validate({name: values[name] for name in ControlRecord.model_fields if name in values})
 
 
 def control_item(record: ControlRecord) -> dict[str, Any]:

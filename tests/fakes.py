@@ -178,7 +178,7 @@ class FakeSystem:
         """The outbox road, drained: every committed event applied through the same applier."""
         applier = EventApplier(self.journeys, clock=utc_now)
         for event in list(self.loans_store.events):
-            applier.apply(event, confirm_noop=False)
+            applier.apply(event, "outbox", confirm_noop=False)
 
     def assert_invariants(self, journey_id: str) -> None:
         """What must hold after every step (not only once drained)."""

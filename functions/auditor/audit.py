@@ -161,7 +161,7 @@ def _repair(record: ControlRecord, truth: JourneyView, evidence: Evidence, now: 
     event = evidence.newest_event
     if event is None:
         return False, "no mechanical repair: loans-api's newest event is not readable (expired or malformed)"
-    decision = decide(record, event, now)
+    decision = decide(record, event, now, "repair")
     if decision.outcome is not Outcome.APPLIED:
         return False, (
             f"no mechanical repair: the applier would leave the record alone ({decision.outcome.value}:"

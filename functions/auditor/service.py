@@ -89,7 +89,7 @@ class JourneyAuditor:
         event = self._evidence(record, truth).newest_event
         if event is None:  # gone since it was judged (expired): nothing to apply
             return finding
-        decision = self._applier.apply(event, confirm_noop=False)
+        decision = self._applier.apply(event, "repair", confirm_noop=False)
         logger.warning(
             "repaired a Control Record with loans-api's newest event",
             extra={

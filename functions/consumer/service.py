@@ -62,7 +62,7 @@ class EventConsumer:
             raise MalformedEvent(error.reason) from error
         known = {} if known is None else known
         try:
-            decision = self._applier.apply(event, current=known.get(event.journeyId), confirm_noop=False)
+            decision = self._applier.apply(event, "outbox", current=known.get(event.journeyId), confirm_noop=False)
             known[event.journeyId] = decision.record
         except Exception:
             self._metrics.add_metric(name=names.EVENTS_FAILED, unit=MetricUnit.Count, value=1)

@@ -170,7 +170,7 @@ class JourneyService:
                 ):
                     continue
                 raise IllegalTransition(_refusal(error, command, record), actions(record)) from error
-            record = self._applier.apply(committed.event, current=record).record
+            record = self._applier.apply(committed.event, "reply", current=record).record
             if committed.replayed:
                 # A receipt answers with the event it recorded, which may be older than the ledger
                 # (the acceptance it recorded may have been cancelled since): answer with the truth.
@@ -218,7 +218,7 @@ class JourneyService:
         latest = self._loans.latest_event(record.journeyId)
         if latest is None:
             return self.get(record.journeyId)
-        decision = self._applier.apply(latest, current=record)
+        decision = self._applier.apply(latest, "catch-up", current=record)
         logger.info(
             "caught up with loans-api",
             extra={"journey_id": record.journeyId, "seq": latest.seq, "outcome": decision.outcome.value},

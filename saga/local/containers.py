@@ -12,6 +12,7 @@ import importlib
 import multiprocessing
 import os
 import signal
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -26,6 +27,8 @@ def _start_container(entry: str, environment: dict[str, str]) -> None:
     Lambda container's init does (the entry builds its composition root on the first invocation)."""
     global _handler  # noqa: PLW0603 - one handler per worker process, like a Lambda container
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runtime stops its containers itself
+    # Locally metrics are off (no CloudWatch); the entry's log_metrics would warn on every invocation.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     os.environ.update(environment)
     module, attribute = entry.rsplit(".", 1)
     _handler = getattr(importlib.import_module(module), attribute)

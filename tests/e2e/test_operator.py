@@ -124,7 +124,7 @@ def test_the_audit_finds_an_out_of_sync_journey_repairs_it_and_then_all_agree(ro
     shown = road2_off.saga("journey", "show", journey_id)
     assert shown.code == 0, shown.stdout
     assert "SimulationCreated" in shown.stdout
-    assert "in the record (record v1)" in shown.stdout
+    assert "applied by repair at" in shown.stdout
 
 
 def test_every_json_output_is_one_document(road2_off):

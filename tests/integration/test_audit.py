@@ -132,7 +132,7 @@ def test_a_journey_loans_api_holds_without_a_control_record_is_listed(dynamodb, 
 def test_a_record_that_agrees_is_not_listed(dynamodb, resources, loans_api, settings, records):
     journey(dynamodb, resources, "j-ok")
     event = simulate_at_loans_api(loans_api, "j-ok")
-    EventApplier(records, clock=lambda: event.occurredAt).apply(event)
+    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "outbox")
     auditor, changes = auditor_at(dynamodb, settings, event.occurredAt + LATER)
     report = auditor.audit(changes.all_journeys())
     assert (report.audited, report.outOfSync, report.withinGrace) == (1, [], [])

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from functions.loans_api import domain
 from shared.applier import EventApplier, Outcome, decide
-from shared.control_record import ControlRecord, new_control_record
+from shared.control_record import TRAIL_LENGTH, ControlRecord, new_control_record
 from shared.events import LoanEvent
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -72,7 +72,7 @@ def test_any_order_and_any_duplication_converges_to_the_last_event(case):
     store = FakeControlRecordStore(new_control_record("j1", "c1", NOW))
     applier = EventApplier(store, clock=lambda: NOW)
     for event in delivered:
-        applier.apply(event)
+        applier.apply(event, "outbox")
     last = events[-1]
     assert store.record.loan_view() == last.snapshot
     assert store.record.lastAppliedSeq == last.seq
@@ -83,16 +83,16 @@ def test_any_order_and_any_duplication_converges_to_the_last_event(case):
 def test_a_stale_or_duplicate_event_is_a_noop():
     events = history([0, 1])
     record = new_control_record("j1", "c1", NOW)
-    applied = decide(record, events[1], NOW)
+    applied = decide(record, events[1], NOW, "reply")
     assert applied.outcome is Outcome.APPLIED
     for stale in events:
-        assert decide(applied.record, stale, NOW).outcome is Outcome.NOOP
+        assert decide(applied.record, stale, NOW, "outbox").outcome is Outcome.NOOP
 
 
 def test_a_terminal_record_keeps_its_state_but_tracks_the_newer_seq():
     events = history([0, 3])
     cancelled = new_control_record("j1", "c1", NOW).model_copy(update={"currentState": "cancelled"})
-    decision = decide(cancelled, events[0], NOW)
+    decision = decide(cancelled, events[0], NOW, "outbox")
     assert decision.outcome is Outcome.APPLIED
     assert decision.record.currentState == "cancelled"
     assert decision.record.lastAppliedSeq == 1
@@ -103,7 +103,7 @@ def test_an_unreachable_target_is_skipped():
     record = new_control_record("j1", "c1", NOW).model_copy(update={"currentState": "accepted"})
     snapshot = events[0].snapshot.model_copy(update={"state": "created"})
     created_event = events[0].model_copy(update={"snapshot": snapshot})
-    assert decide(record, created_event, NOW).outcome is Outcome.SKIPPED
+    assert decide(record, created_event, NOW, "outbox").outcome is Outcome.SKIPPED
 
 
 def test_a_lost_compare_and_swap_rereads_and_retries():
@@ -111,7 +111,23 @@ def test_a_lost_compare_and_swap_rereads_and_retries():
     store = FakeControlRecordStore(new_control_record("j1", "c1", NOW))
     stale = store.record
     store.replace(stale.model_copy(update={"version": 1, "customerId": "moved"}), expected_version=0)
-    decision = EventApplier(store, clock=lambda: NOW).apply(events[0], current=stale)
+    decision = EventApplier(store, clock=lambda: NOW).apply(events[0], "reply", current=stale)
     assert decision.outcome is Outcome.APPLIED
     assert store.record.version == 2
     assert store.record.customerId == "moved"
+
+
+def test_the_record_keeps_which_road_applied_each_event_and_only_the_newest():
+    # Given a long history applied alternately by the reply and the outbox, each event twice
+    events = history([0] * 9)
+    store = FakeControlRecordStore(new_control_record("j1", "c1", NOW))
+    applier = EventApplier(store, clock=lambda: NOW)
+    for index, event in enumerate(events):
+        road = "reply" if index % 2 == 0 else "outbox"
+        applier.apply(event, road)
+        applier.apply(event, "catch-up")  # the other road arrives later: a no-op, not recorded
+    # Then the trail holds the newest changes, one per event, with the road and the version each made
+    trail = store.record.appliedBy
+    assert [entry.seq for entry in trail] == [e.seq for e in events][-TRAIL_LENGTH:]
+    assert [entry.road for entry in trail] == ["reply" if i % 2 == 0 else "outbox" for i in range(9)][-TRAIL_LENGTH:]
+    assert [entry.version for entry in trail] == [entry.seq for entry in trail]

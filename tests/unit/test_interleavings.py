@@ -200,8 +200,9 @@ def test_a_command_on_a_record_behind_the_truth_catches_up_instead_of_refusing(s
     system.wire.persistent_fault = None
     # When the agent accepts (illegal on its stale record)
     record = json.loads(system.service.accept(journey).body)
-    # Then the orchestrator caught up with loans-api first, and accepted
+    # Then the orchestrator caught up with loans-api first, and accepted: the record's trail says so
     assert record["currentState"] == "accepted"
+    assert [(entry["seq"], entry["road"]) for entry in record["appliedBy"]] == [(1, "catch-up"), (2, "reply")]
     system.assert_converged(journey)
 
 
