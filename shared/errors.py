@@ -45,6 +45,10 @@ class MissingIdempotencyKey(DomainError):
     """A write arrived without its Idempotency-Key header."""
 
 
+class InvalidIdempotencyKey(DomainError):
+    """An Idempotency-Key header that is not 1..255 characters."""
+
+
 class IdempotencyKeyReused(DomainError):
     """The same Idempotency-Key was sent with a different request."""
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from shared.errors import IdempotencyKeyReused, MissingIdempotencyKey
+from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, MissingIdempotencyKey
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -33,11 +33,12 @@ def receipt_key(key: str) -> dict[str, str]:
 
 
 def require_key(key: str | None) -> str:
-    """The header's value, or MissingIdempotencyKey when it is absent or not 1..255 characters."""
+    """The header's value; MissingIdempotencyKey when it is absent (or blank), InvalidIdempotencyKey
+    when it is longer than 255 characters."""
     if key is None or not key.strip():
         raise MissingIdempotencyKey(f"every write needs an {HEADER} header (1..{MAX_KEY_LENGTH} characters)")
     if len(key) > MAX_KEY_LENGTH:
-        raise MissingIdempotencyKey(f"the {HEADER} header is longer than {MAX_KEY_LENGTH} characters")
+        raise InvalidIdempotencyKey(f"the {HEADER} header is longer than {MAX_KEY_LENGTH} characters")
     return key
 
 

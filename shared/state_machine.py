@@ -37,14 +37,6 @@ TRANSITIONS: dict[tuple[LoanState, Command], LoanState] = {
 # settled: each simulate is a new quote.
 SETTLED_BY: dict[Command, LoanState] = {"accept": "accepted", "disburse": "disbursed", "cancel": "cancelled"}
 
-# How each command is reached over HTTP, relative to the journey's URL.
-_ROUTES: dict[Command, str] = {
-    "simulate": "simulate",
-    "accept": "accept",
-    "disburse": "disburse",
-    "cancel": "cancel",
-}
-
 
 @dataclass(frozen=True)
 class Action:
@@ -68,11 +60,6 @@ def is_settled(state: LoanState, command: Command) -> bool:
     return SETTLED_BY.get(command) == state
 
 
-def target_of(state: LoanState, command: Command) -> LoanState | None:
-    """The state a legal command leads to, or None when it is illegal from `state`."""
-    return TRANSITIONS.get((state, command))
-
-
 def allowed_commands(state: LoanState) -> tuple[Command, ...]:
     return tuple(command for command in COMMANDS if is_allowed(state, command))
 
@@ -80,8 +67,7 @@ def allowed_commands(state: LoanState) -> tuple[Command, ...]:
 def available_actions(state: LoanState, journey_href: str) -> tuple[Action, ...]:
     """Every legal next command from `state`, as links under `journey_href`."""
     return tuple(
-        Action(name=command, method="POST", href=f"{journey_href}/{_ROUTES[command]}")
-        for command in allowed_commands(state)
+        Action(name=command, method="POST", href=f"{journey_href}/{command}") for command in allowed_commands(state)
     )
 
 

@@ -25,7 +25,6 @@ _MAX_BATCH_GET_ROUNDS = 5  # rounds of UnprocessedKeys (throttling) before the r
 @dataclass(frozen=True)
 class PendingEvent:
     event: LoanEvent
-    attempts: int
 
     @property
     def occurred_at(self) -> datetime:
@@ -126,7 +125,7 @@ class DynamoOutboxStore:
             if isinstance(read, UnreadableItem):
                 found.unreadable.append(read)
             else:
-                found.events.append(PendingEvent(read, _attempts(item)))
+                found.events.append(PendingEvent(read))
         found.events.sort(key=lambda pending: pending.event.eventId)
         return found
 
@@ -186,10 +185,3 @@ def _reason(error: Exception) -> str:
     if isinstance(error, ValidationError):
         return why_unreadable(error)
     return f"not a loan event ({type(error).__name__}: {error})"
-
-
-def _attempts(item: dict[str, Any]) -> int:
-    try:
-        return int(item.get("attempts", {}).get("N", "0"))
-    except ValueError:
-        return 0

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from functions.loans_api import domain
 from shared.applier import EventApplier, Outcome, decide
-from shared.control_record import TRAIL_LENGTH, ControlRecord, new_control_record
+from shared.control_record import TRAIL_LENGTH, ControlRecord, Road, new_control_record
 from shared.events import LoanEvent
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -123,7 +123,7 @@ def test_the_record_keeps_which_road_applied_each_event_and_only_the_newest():
     store = FakeControlRecordStore(new_control_record("j1", "c1", NOW))
     applier = EventApplier(store, clock=lambda: NOW)
     for index, event in enumerate(events):
-        road = "reply" if index % 2 == 0 else "outbox"
+        road: Road = "reply" if index % 2 == 0 else "outbox"
         applier.apply(event, road)
         applier.apply(event, "catch-up")  # the other road arrives later: a no-op, not recorded
     # Then the trail holds the newest changes, one per event, with the road and the version each made
