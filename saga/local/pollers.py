@@ -45,7 +45,7 @@ class StreamPoller:
     ) -> None:
         self._streams = streams
         self._arn = stream_arn
-        self._handler = handler
+        self.handler = handler  # the function the poller invokes (a test may swap it between polls)
         self._name = function_name
         self._batch_size = batch_size
         self._max_retries = max_retries
@@ -81,7 +81,7 @@ class StreamPoller:
         retries = 0
         while batches:
             batch = batches.pop(0)
-            failed, errored = _failed_ids(self._handler, {"Records": batch}, self._name)
+            failed, errored = _failed_ids(self.handler, {"Records": batch}, self._name)
             if not failed and not errored:
                 continue
             retries += 1
@@ -134,7 +134,7 @@ class SqsPoller:
         self._sqs = sqs
         self._url = queue_url
         self._arn = queue_arn
-        self._handler = handler
+        self.handler = handler
         self._name = function_name
         self._batch_size = batch_size
         self._redelivery = redelivery_seconds
@@ -150,7 +150,7 @@ class SqsPoller:
         ).get("Messages", [])
         if not messages:
             return 0
-        failed, errored = _failed_ids(self._handler, {"Records": [self._record(m) for m in messages]}, self._name)
+        failed, errored = _failed_ids(self.handler, {"Records": [self._record(m) for m in messages]}, self._name)
         if errored:
             failed = {m["MessageId"] for m in messages}
         done = [m for m in messages if m["MessageId"] not in failed]

@@ -101,15 +101,15 @@ def test_relay_crash_between_publish_and_mark_republishes_and_the_consumer_dedup
     # Given a relay that dies once right after publishing
     sns = aws.client("sns", resources.region, resources.endpoint_url)
     publisher = CrashAfterPublish(SnsPublisher(sns, resources.topic_arn))
-    stream_poller._handler = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"), publisher)
+    stream_poller.handler = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"), publisher)
     delivered: Counter[str] = Counter()
-    consume = sqs_poller._handler
+    consume = sqs_poller.handler
 
     def counting(event, context):
         delivered.update(json.loads(r["body"])["eventId"] for r in event["Records"])
         return consume(event, context)
 
-    sqs_poller._handler = counting
+    sqs_poller.handler = counting
     journey = new_journey(orchestrator)
     reply = json_of(
         loans_api.post("/simulations", {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}, key="k")
@@ -172,13 +172,13 @@ def test_a_poison_message_reaches_the_dlq_after_exactly_three_receives_and_the_b
     for body in [poison[0], *(e.model_dump_json() for e in events), poison[1], poison[2]]:
         sqs.send_message(QueueUrl=resources.events_queue_url, MessageBody=body)
     receives: Counter[str] = Counter()
-    consume = sqs_poller._handler
+    consume = sqs_poller.handler
 
     def counting(event, context):
         receives.update(r["body"] for r in event["Records"])
         return consume(event, context)
 
-    sqs_poller._handler = counting
+    sqs_poller.handler = counting
     # When the consumer polls until the queue is empty
     for _ in range(50):
         if not sqs_poller.poll_once():
