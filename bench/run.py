@@ -389,6 +389,20 @@ FLOOR_CODE = (
     "botocore.session.get_session().create_client('dynamodb', region_name='us-east-1')\n"
 )
 COLD_START_RATIO_GOAL = 1.5
+# What each function's init holds beyond the floor, and why it stays (from the import profile below).
+_VALIDATION = (
+    "Powertools' request validation stays on (`enable_validation=True`): it imports the event handler's OpenAPI "
+    "machinery (`event_handler.openapi.params`, `.compat`, `.dependant`) and pydantic builds the schemas of every "
+    "route's body and response models at init"
+)
+WHY_ABOVE_FLOOR = {
+    "orchestrator": _VALIDATION,
+    "loans-api": _VALIDATION,
+    "relay": "Powertools' BatchProcessor (`utilities.batch` imports asyncio for its async sibling and its batch "
+    "types, ~39 ms) and the event schema's pydantic models (`shared.events`), both needed by every stream batch",
+    "consumer": "Powertools' BatchProcessor and the event schema's pydantic models, as the relay",
+    "auditor": "the event schema's pydantic models and loans-api's pricing",
+}
 # The first request after init, through the Lambda entry (Logger, Tracer, Metrics decorators included).
 FIRST_REQUEST = {
     "loans-api": (
@@ -808,6 +822,16 @@ def _report(
         )
         + "."
     )
+    cold_answer_ms = cold.init_ms[("loans-api", "pyc")] + cold.first_ms["loans-api"]
+    read_timeout = float(OrchestratorSettings.model_fields["loans_read_timeout"].default)
+    say("")
+    say(
+        f"A cold loans-api answers its first request {cold_answer_ms:.0f} ms after its process is spawned here "
+        f"(init + first request); the orchestrator waits {read_timeout:.1f} s per attempt "
+        f"({1000 * read_timeout / cold_answer_ms:.1f}x that: "
+        f"{'enough' if 1000 * read_timeout >= 1.5 * cold_answer_ms else 'TOO TIGHT'}, goal >= 1.5x), so a first "
+        "attempt that meets a cold loans-api is not cut off and retried into a second cold start."
+    )
     missed = [name for name in COLD_START if cold.ratio(name, "pyc") > COLD_START_RATIO_GOAL]
     say("")
     say(
@@ -823,18 +847,16 @@ def _report(
     if missed:
         say("")
         say(
-            f"Missed (> {COLD_START_RATIO_GOAL}x): {', '.join(missed)}. Both APIs keep Powertools' request "
-            "validation on (`enable_validation=True`): that imports the event handler's OpenAPI machinery "
-            "(`aws_lambda_powertools.event_handler.openapi.params`, `.compat`, `.dependant`) and builds pydantic "
-            "schemas for every route's body and response models, none of which the floor has. The OpenAPI "
-            "*document* is not built at init (only on GET /openapi.json); what remains is the validation itself."
+            f"Missed (> {COLD_START_RATIO_GOAL}x): "
+            + "; ".join(f"**{name}**: {WHY_ABOVE_FLOOR[name]}" for name in missed)
+            + ". The OpenAPI *document* is not built at init (only on GET /openapi.json)."
         )
     say("")
     say(
         "**On Lambda arm64, on paper.** Public write-ups put a minimal Python zip function's whole cold start "
-        "(sandbox, runtime, no dependencies) at roughly 150-300 ms p50, and Lambda's init phase runs on the "
-        "function's memory-proportional CPU share (the APIs have 512 MB, about a third of a vCPU), so our "
-        "imports should take a few times the ms above (which are on a whole x86_64 core). The ratios carry over: "
+        "(sandbox, runtime, no dependencies) at roughly 150-300 ms p50; Lambda gives a function CPU in proportion "
+        "to its memory (1,769 MB is one vCPU; the APIs have 512 MB), so expect our imports to take longer than the "
+        "ms above (a whole x86_64 core) until INIT_REPORT durations in AWS say otherwise. The ratios carry over: "
         "the floor (botocore, pydantic, Powertools) is the part no Python function with these libraries avoids. "
         "Removed at init: boto3 and its s3transfer (the runtime's boto3 is never imported), and the X-Ray SDK "
         "(imported at the first invocation when active tracing is on, where outside Lambda its recorder also "
