@@ -143,7 +143,7 @@ class Meter:
         self._local = threading.local()
         self._raw: dict[str, Any] = {}
         self._shapes: dict[tuple[str, str], TableShape] = {}
-        events = aws.session().events
+        events = aws.session().get_component("event_emitter")
         events.register("provide-client-params", self._remember)
         events.register("before-call", self._before)
         events.register("after-call", self._count)

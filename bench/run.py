@@ -378,6 +378,40 @@ COLD_START = {
     "loans-api": ("functions.loans_api.handler", "_app"),
     "relay": ("functions.relay.handler", "_stream_handler"),
     "consumer": ("functions.consumer.handler", "_handler"),
+    "auditor": ("functions.auditor.handler", "_audit"),
+}
+FLOOR = "floor"
+# What none of our functions can avoid: botocore's session, pydantic, Powertools' Logger and Metrics, one client.
+FLOOR_CODE = (
+    "import botocore.session, pydantic\n"
+    "from aws_lambda_powertools import Logger, Metrics\n"
+    "Logger(); Metrics()\n"
+    "botocore.session.get_session().create_client('dynamodb', region_name='us-east-1')\n"
+)
+COLD_START_RATIO_GOAL = 1.5
+# What each function's init holds beyond the floor, and why it stays (from the import profile below).
+_VALIDATION = (
+    "Powertools' request validation stays on (`enable_validation=True`): it imports the event handler's OpenAPI "
+    "machinery (`event_handler.openapi.params`, `.compat`, `.dependant`) and pydantic builds the schemas of every "
+    "route's body and response models at init"
+)
+WHY_ABOVE_FLOOR = {
+    "orchestrator": _VALIDATION,
+    "loans-api": _VALIDATION,
+    "relay": "Powertools' BatchProcessor (`utilities.batch` imports asyncio for its async sibling and its batch "
+    "types, ~39 ms) and the event schema's pydantic models (`shared.events`), both needed by every stream batch",
+    "consumer": "Powertools' BatchProcessor and the event schema's pydantic models, as the relay",
+    "auditor": "the event schema's pydantic models and loans-api's pricing",
+}
+# The first request after init, through the Lambda entry (Logger, Tracer, Metrics decorators included).
+FIRST_REQUEST = {
+    "loans-api": (
+        "POST",
+        "/simulations",
+        {"journeyId": "cold-{run}", "amount": 10000, "termMonths": 36},
+        {"Idempotency-Key": "cold-{run}"},
+    ),
+    "orchestrator": ("GET", "/journeys/cold-{run}", None, {}),
 }
 COLD_ENV = {
     "LOANS_TABLE_NAME": "t",
@@ -386,17 +420,125 @@ COLD_ENV = {
     "EVENTS_TOPIC_ARN": "arn:aws:sns:us-east-1:0:t",
     "AWS_REGION": "us-east-1",
 }
+_CHILD = """
+import json, time
+{init}
+initialized = time.perf_counter()
+{first}
+print(json.dumps({{"initialized": initialized, "first_ms": (time.perf_counter() - initialized) * 1000, "status": status}}))
+"""
+_FIRST = """
+from saga.local.apigw import LambdaContextStub, proxy_event
+event = proxy_event({method!r}, {path!r}, {headers!r}, {body!r})
+status = m.lambda_handler(event, LambdaContextStub("cold"))["statusCode"]
+"""
 
 
-def cold_start_ms(module: str, builder: str, runs: int) -> float:
-    code = f"import {module} as m; m.{builder}()"
-    env = {**os.environ, **COLD_ENV}
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+@dataclass
+class ColdStart:
+    """Medians over the runs: init (fresh interpreter to composition root built and first client made) in ms,
+    per name and bytecode mode ("pyc": compiled files present, "source": compiled from source); first request ms."""
+
+    runs: int
+    init_ms: dict[tuple[str, str], float]
+    first_ms: dict[str, float]
+    first_status: dict[str, int]
+    beyond_floor: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def ratio(self, name: str, mode: str) -> float:
+        return self.init_ms[(name, mode)] / self.init_ms[(FLOOR, mode)]
+
+
+def _child_code(name: str, run: int) -> str:
+    if name == FLOOR:
+        return _CHILD.format(init=FLOOR_CODE, first="status = 0")
+    module, builder = COLD_START[name]
+    first = "status = 0"
+    if name in FIRST_REQUEST:
+        method, path, body, headers = FIRST_REQUEST[name]
+        payload = None if body is None else json.dumps(body).replace("{run}", str(run)).encode()
+        first = _FIRST.format(
+            method=method,
+            path=path.format(run=run),
+            headers={"Content-Type": "application/json", **{k: v.format(run=run) for k, v in headers.items()}},
+            body=payload,
+        )
+    return _CHILD.format(init=f"import {module} as m\nm.{builder}()", first=first)
+
+
+def import_profile(name: str, env: dict[str, str]) -> dict[str, float]:
+    """Self import time (ms) per top-level package of what `name`'s init imports beyond the floor's
+    (one `-X importtime` run each)."""
+
+    def imported(code: str) -> dict[str, float]:
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", code], check=True, env=env, capture_output=True, text=True
+        )
+        selves: dict[str, float] = {}
+        for line in done.stderr.splitlines():
+            if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+                self_us, _, module = (part.strip() for part in line.removeprefix("import time:").split("|"))
+                selves[module] = int(self_us) / 1000
+        return selves
+
+    floor = imported(_child_code(FLOOR, -1))
+    extra: dict[str, float] = {}
+    for module, ms in imported(_child_code(name, -1)).items():
+        if module not in floor:
+            package = module if module.startswith(("functions.", "shared.")) else module.split(".")[0]
+            extra[package] = extra.get(package, 0.0) + ms
+    top = sorted(extra.items(), key=lambda item: -item[1])[:6]
+    return {package: round(ms, 1) for package, ms in top}
+
+
+def cold_start_ms(runs: int) -> ColdStart:
+    """The floor and every function, each run in the same loop (so a noisy neighbour hits them alike):
+    a fresh interpreter's wall time from spawn to init done, with bytecode and compiled from source."""
+    moto = MotoServer().start()
+    try:
+        r = provision(moto.url)
+        env = {
+            **os.environ,
+            **COLD_ENV,
+            "AWS_ENDPOINT_URL": r.endpoint_url,
+            "LOANS_TABLE_NAME": r.loans_table,
+            "JOURNEYS_TABLE_NAME": r.journeys_table,
+        }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        init: dict[tuple[str, str], list[float]] = {}
+        first: dict[str, list[float]] = {}
+        status: dict[str, int] = {}
+        with tempfile.TemporaryDirectory() as empty:
+            source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
+            for name in (FLOOR, *COLD_START):  # warm: the "pyc" runs find compiled files, as the layer has them
+                subprocess.run([sys.executable, "-c", _child_code(name, -1)], check=True, env=env, capture_output=True)
+            for run in range(runs):
+                for mode, mode_env in (("pyc", env), ("source", source_env)):
+                    for name in (FLOOR, *COLD_START):
+                        started = time.perf_counter()
+                        done = subprocess.run(
+                            [sys.executable, "-c", _child_code(name, run if mode == "pyc" else runs + run)],
+                            check=True,
+                            env=mode_env,
+                            capture_output=True,
+                            text=True,
+                        )
+                        # perf_counter is CLOCK_MONOTONIC on Linux: the child's stamp is on the parent's clock.
+                        child = json.loads(done.stdout.strip().splitlines()[-1])
+                        init.setdefault((name, mode), []).append((child["initialized"] - started) * 1000)
+                        if name in FIRST_REQUEST and mode == "pyc":
+                            first.setdefault(name, []).append(child["first_ms"])
+                            status[name] = child["status"]
+        beyond = {name: import_profile(name, env) for name in COLD_START}
+    finally:
+        moto.stop()
+    return ColdStart(
+        runs,
+        {key: statistics.median(values) for key, values in init.items()},
+        {name: statistics.median(values) for name, values in first.items()},
+        status,
+        beyond,
+    )
 
 
 def asset_bytes() -> int:
@@ -425,7 +567,7 @@ def main(argv: list[str] | None = None) -> int:
         drain, drained = drain_rate(moto, 30 if smoke else 1000)
     finally:
         moto.stop()
-    cold = {name: cold_start_ms(module, builder, 2 if smoke else 20) for name, (module, builder) in COLD_START.items()}
+    cold = cold_start_ms(2 if smoke else 20)
     config = RuntimeConfig(port=_free(), loans_port=_free(), aws_port=_free())
     runtime = LocalRuntime(config).start()
     try:
@@ -481,7 +623,7 @@ def _report(
     costs: dict[tuple[str, bool], JourneyCost],
     drain: float,
     drained: int,
-    cold: dict[str, float],
+    cold: ColdStart,
     loads: list[LoadResult],
     lags: list[float],
     smoke: bool,
@@ -650,30 +792,87 @@ def _report(
     say("## 5. Cold start")
     say("")
     say(
-        "Median wall time of a fresh interpreter importing the handler module and building its composition root "
-        f"({2 if smoke else 20} runs), here (x86_64, CPython {platform.python_version()}; Lambda runs arm64 "
-        "Python 3.14, so treat these as relative)."
+        f"Median of {cold.runs} runs, here (x86_64, CPython {platform.python_version()}; Lambda runs arm64 Python "
+        "3.14, so read the ratios, not the ms). **Init**: a fresh interpreter's wall time from spawn until the handler "
+        "module is imported, its composition root built and its first client made (what Lambda's init phase does). "
+        "**Floor**: the same for a process that only imports botocore's session, pydantic and Powertools' Logger and "
+        "Metrics and makes one DynamoDB client, measured in the same loop as the functions so a busy machine slows "
+        "both alike. *pyc*: compiled files present (as the deployed layer has them); *source*: every module "
+        "compiled from source (an empty PYTHONPYCACHEPREFIX)."
     )
     say("")
-    say("| function | ms | goal |")
-    say("|---|---|---|")
-    for name, ms in cold.items():
-        goal = COLD_START_GOAL_MS if name in ("orchestrator", "loans-api") else None
-        verdict = "" if goal is None else f"< {goal:.0f} ms: {'met' if ms < goal else 'MISSED'}"
-        say(f"| {name} | {ms:.0f} | {verdict} |")
+    say("| function | init ms (pyc) | ratio to floor | init ms (source) | ratio to floor | goal |")
+    say("|---|---|---|---|---|---|")
+    for name in (FLOOR, *COLD_START):
+        pyc, source = cold.init_ms[(name, "pyc")], cold.init_ms[(name, "source")]
+        if name == FLOOR:
+            say(f"| **floor** | {pyc:.0f} | 1.00 | {source:.0f} | 1.00 | |")
+            continue
+        ratio = cold.ratio(name, "pyc")
+        verdict = f"<= {COLD_START_RATIO_GOAL}x: {'met' if ratio <= COLD_START_RATIO_GOAL else 'MISSED'}"
+        say(f"| {name} | {pyc:.0f} | {ratio:.2f} | {source:.0f} | {cold.ratio(name, 'source'):.2f} | {verdict} |")
+    say("")
+    say(
+        "First request after init, through the Lambda entry (decorators, first validation, credential resolution, "
+        "connection setup, DynamoDB on the local moto server at ~5 ms a call), median ms: "
+        + ", ".join(
+            f"{name} {ms:.0f} ms ({FIRST_REQUEST[name][0]} {FIRST_REQUEST[name][1].split('{')[0]}..., "
+            f"{cold.first_status[name]})"
+            for name, ms in cold.first_ms.items()
+        )
+        + "."
+    )
+    cold_answer_ms = cold.init_ms[("loans-api", "pyc")] + cold.first_ms["loans-api"]
+    read_timeout = float(OrchestratorSettings.model_fields["loans_read_timeout"].default)
+    say("")
+    say(
+        f"A cold loans-api answers its first request {cold_answer_ms:.0f} ms after its process is spawned here "
+        f"(init + first request); the orchestrator waits {read_timeout:.1f} s per attempt "
+        f"({1000 * read_timeout / cold_answer_ms:.1f}x that: "
+        f"{'enough' if 1000 * read_timeout >= 1.5 * cold_answer_ms else 'TOO TIGHT'}, goal >= 1.5x), so a first "
+        "attempt that meets a cold loans-api is not cut off and retried into a second cold start."
+    )
+    missed = [name for name in COLD_START if cold.ratio(name, "pyc") > COLD_START_RATIO_GOAL]
+    say("")
+    say(
+        "What each init imports beyond the floor, self import time in ms by package (one `-X importtime` run; "
+        "`functions.*`/`shared.*` modules by name): "
+        + "; ".join(
+            f"**{name}**{' (MISSED)' if name in missed else ''}: "
+            + ", ".join(f"{package} {ms:.0f}" for package, ms in cold.beyond_floor.get(name, {}).items())
+            for name in COLD_START
+        )
+        + "."
+    )
+    if missed:
+        say("")
+        say(
+            f"Missed (> {COLD_START_RATIO_GOAL}x): "
+            + "; ".join(f"**{name}**: {WHY_ABOVE_FLOOR[name]}" for name in missed)
+            + ". The OpenAPI *document* is not built at init (only on GET /openapi.json)."
+        )
+    say("")
+    say(
+        "**On Lambda arm64, on paper.** Public write-ups put a minimal Python zip function's whole cold start "
+        "(sandbox, runtime, no dependencies) at roughly 150-300 ms p50; Lambda gives a function CPU in proportion "
+        "to its memory (1,769 MB is one vCPU; the APIs have 512 MB), so expect our imports to take longer than the "
+        "ms above (a whole x86_64 core) until INIT_REPORT durations in AWS say otherwise. The ratios carry over: "
+        "the floor (botocore, pydantic, Powertools) is the part no Python function with these libraries avoids. "
+        "Removed at init: boto3 and its s3transfer (the runtime's boto3 is never imported), and the X-Ray SDK "
+        "(imported at the first invocation when active tracing is on, where outside Lambda its recorder also "
+        "built an X-Ray client; `shared/tracing.py`). **Provisioned concurrency / SnapStart for the orchestrator**: "
+        "SnapStart (Python 3.12+) restores an initialized snapshot, so it would hide the whole init, validation "
+        "schemas included, at a cache and restore charge, and it needs published versions and unique-state care "
+        "(our uuid7 ids are drawn per request, not at init, and connections are reopened on demand). With the "
+        "orchestrator at the ratio above, a cold start costs an agent well under one retry's backoff; provisioned "
+        "concurrency (paid 24/7) is only worth it for a latency SLO on the first call after idle, and SnapStart "
+        "is the cheaper of the two if such an SLO appears."
+    )
     say("")
     say(
         f"Code asset (all five functions share it): {asset_bytes() / 1024:.0f} KiB. The dependencies layer is "
         "built by pip at deploy time (arm64 wheels); `npx cdk synth` without `skipBundling` builds it to measure."
     )
-    missed = [ms for name, ms in cold.items() if name in ("orchestrator", "loans-api") and ms >= COLD_START_GOAL_MS]
-    if missed:
-        say("")
-        say(
-            "The cold-start goal is missed: most of the time is importing Powertools' event handler with its "
-            "OpenAPI/pydantic machinery, pydantic itself and boto3/botocore, not our code; lazy imports of our own "
-            "modules do not move it. Provisioned concurrency or SnapStart for Python are the levers in AWS."
-        )
 
 
 if __name__ == "__main__":

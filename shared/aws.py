@@ -1,4 +1,5 @@
-"""boto3 clients with explicit timeouts and capped retries, so every call fits a known budget (D8)."""
+"""botocore clients with explicit timeouts and capped retries, so every call fits a known budget (D8).
+botocore, not boto3: importing boto3 imports s3transfer, which none of our functions uses."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError, HTTPClientError
 
@@ -45,9 +46,10 @@ _creating = threading.Lock()
 
 
 @cache
-def session() -> boto3.session.Session:
+def session() -> botocore.session.Session:
     # One session per process: it caches the service models, so clients after the first are cheap.
-    return boto3.session.Session()
+    # botocore's session reads the same environment, config files and credential chain as boto3's.
+    return botocore.session.get_session()
 
 
 def client(service: str, region: str, endpoint_url: str | None, budget: AwsCallBudget | None = None) -> Any:
@@ -59,7 +61,12 @@ def client(service: str, region: str, endpoint_url: str | None, budget: AwsCallB
         max_pool_connections=50,
     )
     with _creating:  # creating clients from one session is not thread-safe; using them is
-        return session().client(service, region_name=region, endpoint_url=endpoint_url, config=config)
+        return session().create_client(service, region_name=region, endpoint_url=endpoint_url, config=config)
+
+
+def credentials() -> Any:
+    """The process's AWS credentials (refreshable where the chain makes them so), from the shared session."""
+    return session().get_credentials()
 
 
 def is_transient(error: BaseException) -> bool:

@@ -2,22 +2,68 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from decimal import Decimal
+from collections.abc import Mapping, Set
+from decimal import Clamped, Context, Decimal, Inexact, Overflow, Rounded, Underflow
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from aws_lambda_powertools.shared.dynamodb_deserializer import TypeDeserializer
 from botocore.exceptions import ClientError
 
-_serializer = TypeSerializer()
+# Not boto3.dynamodb.types: importing it imports boto3, and boto3 imports s3transfer (~90 ms of a cold
+# start, tests/unit/test_import_graph.py). The deserializer is Powertools' copy of boto3's (binary as
+# bytes); the serializer below is boto3's rules for the types our items hold.
 _deserializer = TypeDeserializer()
+# DynamoDB's number: 38 digits, exponent -128..126; a value it would round is refused, as boto3 does.
+_NUMBER = Context(Emin=-128, Emax=126, prec=38, traps=[Clamped, Overflow, Inexact, Rounded, Underflow])
 
 AttributeMap = dict[str, Any]
 
 
+def serialize(value: Any) -> dict[str, Any]:
+    """One Python value -> its DynamoDB attribute value (boto3's TypeSerializer rules; floats refused)."""
+    scalar = _scalar(value)
+    if scalar is not None:
+        return scalar
+    if isinstance(value, Mapping):
+        return {"M": {str(key): serialize(item) for key, item in value.items()}}
+    if isinstance(value, list | tuple):
+        return {"L": [serialize(item) for item in value]}
+    if isinstance(value, Set) and value:
+        return _set(value)
+    raise TypeError(f"unsupported type for DynamoDB: {type(value).__name__}")
+
+
+def _scalar(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int | Decimal):
+        return {"N": _number(value)}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, bytes | bytearray):
+        return {"B": bytes(value)}
+    return None
+
+
+def _set(values: Set[Any]) -> dict[str, Any]:
+    if all(isinstance(item, str) for item in values):
+        return {"SS": list(values)}
+    if all(isinstance(item, int | Decimal) and not isinstance(item, bool) for item in values):
+        return {"NS": [_number(item) for item in values]}
+    if all(isinstance(item, bytes | bytearray) for item in values):
+        return {"BS": [bytes(item) for item in values]}
+    raise TypeError("a DynamoDB set holds only strings, only numbers or only binaries")
+
+
+def _number(value: int | Decimal) -> str:
+    return str(_NUMBER.create_decimal(value))
+
+
 def to_item(values: Mapping[str, Any]) -> AttributeMap:
     """Plain JSON-like values -> DynamoDB attribute map. None values are left out."""
-    return {key: _serializer.serialize(value) for key, value in values.items() if value is not None}
+    return {key: serialize(value) for key, value in values.items() if value is not None}
 
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,16 +6,17 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.auditor import bootstrap
 from functions.auditor.service import ScheduledAudit
 from functions.auditor.settings import AuditorSettings
 from shared import aws
+from shared.tracing import LazyTracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = LazyTracer()
 metrics = Metrics()
 
 

@@ -7,14 +7,15 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.consumer import bootstrap
 from functions.consumer.settings import ConsumerSettings
+from shared.tracing import LazyTracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = LazyTracer()
 metrics = Metrics()
 
 

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import boto3
 import urllib3
 from aws_lambda_powertools import Metrics
 from uuid6 import uuid7
@@ -61,9 +60,7 @@ def build_service(
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url, DYNAMO_BUDGET)
     deadline.guard_botocore(dynamodb, DYNAMO_BUDGET.worst_case_seconds())
     store = DynamoJourneyStore(dynamodb, settings.journeys_table_name)
-    signer = (
-        SigV4Signer(boto3.session.Session().get_credentials, settings.region) if settings.sign_loans_requests else None
-    )
+    signer = SigV4Signer(aws.credentials, settings.region) if settings.sign_loans_requests else None
     http_client = HttpLoansClient(
         settings.loans_api_url,
         http or cast(HttpRequester, urllib3.PoolManager(maxsize=20)),

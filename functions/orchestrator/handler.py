@@ -6,16 +6,17 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.orchestrator import bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from shared import problems
+from shared.tracing import LazyTracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = LazyTracer()
 metrics = Metrics()
 
 

@@ -8,15 +8,16 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.relay import bootstrap
 from functions.relay.service import OutboxSweeper
 from functions.relay.settings import RelaySettings
+from shared.tracing import LazyTracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = LazyTracer()
 metrics = Metrics()
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from functions.loans_api.domain import new_id
+from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from saga.ops import compare
 from shared import aws, tables
@@ -28,7 +29,7 @@ from tests.system import LOANS_PROXY, System, free_port, running_system
 
 SIMULATE = {"amount": 10000, "termMonths": 36}
 FIRST_BACKOFF = 1.0
-READ_TIMEOUT = 1.5  # the orchestrator's per-attempt read timeout (OrchestratorSettings)
+READ_TIMEOUT = float(OrchestratorSettings.model_fields["loans_read_timeout"].default)  # per attempt
 
 
 def journey(system: System) -> str:
@@ -134,7 +135,9 @@ def test_3_disburse_under_a_lost_reply_then_a_new_call_disburses_once(system, cl
 
 def test_4_latency_above_the_per_attempt_timeout_is_retried_with_one_effect(system, clean_proxy):
     jid = journey(system)
-    clean_proxy.add_toxic(LOANS_PROXY, "latency", stream="downstream", name="slow", latency=2500)
+    clean_proxy.add_toxic(
+        LOANS_PROXY, "latency", stream="downstream", name="slow", latency=int(1000 * READ_TIMEOUT) + 1000
+    )
     started = time.monotonic()
     call = in_background(lambda: system.api("POST", f"/journeys/{jid}/simulate", SIMULATE))
     assert system.wait_for(lambda: system.truth(jid), timeout=5)

@@ -54,7 +54,7 @@ def clock() -> Iterator[FakeClock]:
     def charge(**_: Any) -> None:
         fake.now += worst
 
-    events = aws.session()._session.get_component("event_emitter")
+    events = aws.session().get_component("event_emitter")
     events.register("after-call.dynamodb", charge, unique_id="worst-case-clock")
     yield fake
     events.unregister("after-call.dynamodb", unique_id="worst-case-clock")

@@ -1,0 +1,100 @@
+"""The cold start's import graph (issue 15): a handler module imports neither boto3's s3transfer nor the
+X-Ray SDK, and the tracer still records the handler and its AWS calls when tracing is on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HANDLERS = [f"functions.{name}.handler" for name in ("orchestrator", "loans_api", "relay", "consumer", "auditor")]
+KEPT_OUT = ("boto3", "s3transfer", "aws_xray_sdk")
+
+
+def _run(code: str, **env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k not in ("LAMBDA_TASK_ROOT", "POWERTOOLS_TRACE_DISABLED")}
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**clean, "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_guard_sees_a_module_that_imports_boto3() -> None:
+    # Given the check the handlers go through, When a module that imports boto3 is checked,
+    # Then it is reported (so an empty answer below means the modules are clean, not a blind check)
+    loaded = json.loads(
+        _run(
+            f"import sys, json, boto3.dynamodb.types; print(json.dumps([m for m in {KEPT_OUT!r} if m in sys.modules]))"
+        )
+    )
+    assert loaded == ["boto3", "s3transfer"]
+
+
+@pytest.mark.parametrize("module", HANDLERS)
+def test_a_handler_module_imports_neither_s3transfer_nor_the_xray_sdk(module: str) -> None:
+    # Given a fresh interpreter, When it imports the handler module (as Lambda's init does),
+    # Then none of boto3, s3transfer, aws_xray_sdk is loaded
+    code = f"import sys, json, {module}; print(json.dumps([m for m in {KEPT_OUT!r} if m in sys.modules]))"
+    assert json.loads(_run(code)) == []
+
+
+def test_tracing_on_records_the_handler_and_its_dynamodb_call_with_the_sdk_imported_at_first_call() -> None:
+    # Given Lambda's environment with active tracing (a sampled trace header) and a traced handler
+    # that makes one DynamoDB call (answered by botocore's Stubber)
+    out = _run(
+        """
+        import json, sys
+        from botocore.stub import Stubber
+        from shared import aws
+        from shared.tracing import LazyTracer
+
+        tracer = LazyTracer()
+        client = aws.client("dynamodb", "us-east-1", None)
+        stub = Stubber(client)
+        stub.add_response("get_item", {})
+        stub.activate()
+
+        @tracer.capture_lambda_handler
+        def handler(event, context):
+            client.get_item(TableName="journeys", Key={"pk": {"S": "j1"}})
+            return {"ok": True}
+
+        before = "aws_xray_sdk" in sys.modules
+        from aws_xray_sdk.core import xray_recorder
+
+        class CapturingEmitter:
+            daemon_address = "127.0.0.1:2000"
+            sent = []
+            def send_entity(self, entity):
+                self.sent.append(json.loads(entity.serialize()))
+            def set_daemon_address(self, address):
+                pass
+
+        emitter = CapturingEmitter()
+        xray_recorder.configure(emitter=emitter)
+        handler({}, None)
+        names = [(e["name"], e.get("namespace")) for e in emitter.sent]
+        names += [(s["name"], s.get("namespace")) for e in emitter.sent for s in e.get("subsegments", [])]
+        print(json.dumps({"before": before, "names": names}))
+        """,
+        LAMBDA_TASK_ROOT="/var/task",
+        POWERTOOLS_TRACE_DISABLED="false",
+        _X_AMZN_TRACE_ID="Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+    )
+    seen = json.loads(out.strip().splitlines()[-1])
+    # Then the SDK was not imported by the module, and the emitter got the handler's subsegment and
+    # the DynamoDB call's AWS subsegment
+    assert seen["before"] is False
+    names = {tuple(n) for n in seen["names"]}
+    assert ("## handler", "local") in names, names
+    assert any(name.lower() == "dynamodb" and ns == "aws" for name, ns in names), names
