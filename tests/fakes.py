@@ -163,6 +163,7 @@ class FakeSystem:
             clock=utc_now,
             new_journey_id=lambda: f"j{len(self.journeys.records) + 1}",
             receipt_ttl_seconds=3600,
+            pause=lambda _: None,
         )
 
     def new_journey(self) -> str:

@@ -6,6 +6,8 @@ the same events through the outbox). It knows nothing of HTTP, retries or Dynamo
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,7 +58,7 @@ class Result:
 Send = Callable[[ControlRecord], Committed]
 # A command is decided at most this often in one request (each time on a record caught up with a ledger
 # that moved): beyond that the journey is too busy, and the agent is told to retry.
-MAX_DECISIONS = 3
+MAX_DECISIONS = 6
 
 
 class JourneyService:
@@ -69,6 +71,7 @@ class JourneyService:
         clock: Callable[[], datetime],
         new_journey_id: Callable[[], str],
         receipt_ttl_seconds: int,
+        pause: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._loans = loans
@@ -77,6 +80,7 @@ class JourneyService:
         self._clock = clock
         self._new_journey_id = new_journey_id
         self._receipt_ttl = receipt_ttl_seconds
+        self._pause = pause
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -148,13 +152,14 @@ class JourneyService:
         """Send the command decided on the record; apply what loans-api committed. Each attempt carries
         the ledger position it was decided on: if the ledger moved, nothing was committed; the record
         catches up, and a command whose meaning does not depend on what moved (`redecide`: simulate,
-        cancel) is decided again on the fresh record, under the same key."""
+        cancel) is decided again on the fresh record, under the same key, after a short random pause
+        (concurrent deciders spread out instead of colliding again)."""
         record = self.get(journey_id)
         if gate:
             record = self._gate(record, command)
             if state_machine.is_settled(record.currentState, command):
                 return self._answer(record, replayed=True)
-        for _ in range(MAX_DECISIONS):
+        for decision in range(MAX_DECISIONS):
             try:
                 committed = send(record)
             except (LedgerMoved, BusinessRuleViolated) as error:
@@ -168,6 +173,7 @@ class JourneyService:
                     and redecide
                     and state_machine.is_allowed(record.currentState, command)
                 ):
+                    self._pause(random.uniform(0.005, 0.05) * (decision + 1))
                     continue
                 raise IllegalTransition(_refusal(error, command, record), actions(record)) from error
             record = self._applier.apply(committed.event, "reply", current=record).record

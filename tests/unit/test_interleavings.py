@@ -341,3 +341,19 @@ def test_concurrent_disburses_one_is_the_effect_the_other_a_replay(system):
     assert [state_of(r) for r in (*inner, outer)] == ["disbursed", "disbursed"]
     assert (inner[0].replayed, outer.replayed) == (False, True)
     assert system.loans_store.statuses(journey, "DISBURSEMENT") == ["DISBURSED"]
+
+
+def test_a_simulate_that_keeps_losing_the_race_is_decided_again_until_it_lands(system):
+    # Given a journey on which three other simulates commit, each just before this one's attempt
+    journey = system.new_journey()
+
+    def another() -> None:
+        simulate(system, journey, 9000)
+
+    system.wire.faults = [another, "ok", another, "ok", another, "ok"]
+    # When the agent's simulate goes on
+    record = json.loads(simulate(system, journey, 12000).body)
+    # Then it was refused three times (the ledger moved), caught up, decided again, and landed last
+    assert record["simulation"]["amount"] == "12000.00"
+    assert sorted(system.loans_store.statuses(journey, "SIMULATION#")) == ["ACTIVE"] + ["SUPERSEDED"] * 3
+    system.assert_converged(journey)
