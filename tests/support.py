@@ -55,3 +55,13 @@ class ApiClient:
 
 def json_of(response: HttpResponse) -> Any:
     return json.loads(response.body)
+
+
+class FakeClock:
+    """A monotonic clock that moves only when a test moves it (`now += seconds`)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from shared.events import LoanEvent, LoanState, Message, Money, Rate, WireMessage
+from shared.events import LoanEvent, LoanState, Message, Money, SimulationSummary, WireMessage
 from shared.loan_terms import Amount, EntityId, TermMonths
 
 
@@ -47,14 +47,10 @@ class Committed(WireMessage):
     event: LoanEvent = Field(description="The event this command committed, with the journey's snapshot after it.")
 
 
-class SimulationResponse(Committed):
+class SimulationResponse(Committed, SimulationSummary):
+    """The quote (the simulation as the event's snapshot holds it) with its status and the event."""
+
     journeyId: str
-    simulationId: str
-    amount: Money
-    termMonths: int
-    annualRate: Rate
-    monthlyPayment: Money
-    totalRepayable: Money
     status: Literal["ACTIVE"]
     cancelledAcceptanceId: str | None = Field(description="The acceptance this re-simulation cancelled, if any.")
 

@@ -18,17 +18,9 @@ from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
 from saga.local.inprocess import InProcessHttp
 from shared import aws
-from tests.support import json_of, quiet_metrics
+from tests.support import FakeClock, json_of, quiet_metrics
 
 API_GATEWAY_INTEGRATION_TIMEOUT = 29.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class SlowWire:

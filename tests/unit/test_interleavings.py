@@ -29,6 +29,13 @@ def simulate(system: FakeSystem, journey: str, amount: int = 10000, key: str | N
     return system.service.simulate(journey, Decimal(amount), 36, None if key is None else agent_key(journey, key, body))
 
 
+def abandon_a_simulate(system: FakeSystem, journey: str, amount: int = 10000) -> None:
+    """A simulate whose five attempts are all held back (each may commit later): the agent gets 503."""
+    system.wire.faults = ["hold"] * 5
+    with pytest.raises(UpstreamUnavailable):
+        simulate(system, journey, amount)
+
+
 def test_a_cancel_between_two_attempts_of_a_simulate_wins_and_the_late_attempt_is_refused(system):
     # Given a new journey; the simulate's first attempt is abandoned (held back), and before its
     # second attempt the agent's cancel lands
@@ -53,9 +60,7 @@ def test_a_cancel_between_two_attempts_of_a_simulate_wins_and_the_late_attempt_i
 def test_a_simulate_that_commits_after_the_agent_cancelled_is_refused(system):
     # Given a simulate whose every attempt was abandoned (the agent got 503)
     journey = system.new_journey()
-    system.wire.faults = ["hold"] * 5
-    with pytest.raises(UpstreamUnavailable):
-        simulate(system, journey)
+    abandon_a_simulate(system, journey)
     # When the agent cancels, and then all five attempts reach loans-api late
     assert state_of(system.service.cancel(journey)) == "cancelled"
     late = system.wire.deliver_held()
@@ -69,9 +74,7 @@ def test_a_simulate_that_commits_after_the_agent_cancelled_is_refused(system):
 def test_a_late_simulate_that_commits_before_the_cancel_is_cancelled_by_it(system):
     # Given a simulate abandoned by the orchestrator whose attempt commits late, before the cancel
     journey = system.new_journey()
-    system.wire.faults = ["hold"] * 5
-    with pytest.raises(UpstreamUnavailable):
-        simulate(system, journey)
+    abandon_a_simulate(system, journey)
     assert [reply.status for reply in system.wire.deliver_held()] == [201, 201, 201, 201, 201]
     # When the agent cancels (its record never heard of the simulation)
     record = json.loads(system.service.cancel(journey).body)
@@ -268,9 +271,7 @@ def test_a_deadline_that_cannot_fit_an_attempt_sends_nothing(system):
 def test_a_simulate_abandoned_with_503_cannot_commit_after_the_agents_next_commands(system):
     # Given a simulate whose every attempt is held back (the agent got 503)
     journey = system.new_journey()
-    system.wire.faults = ["hold"] * 5
-    with pytest.raises(UpstreamUnavailable):
-        simulate(system, journey, 11111)
+    abandon_a_simulate(system, journey, 11111)
     # And the agent re-simulates another amount and accepts it
     simulate(system, journey, 22222)
     accepted = json.loads(system.service.accept(journey).body)

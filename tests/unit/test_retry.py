@@ -10,6 +10,7 @@ from functions.orchestrator.loans_client import HttpLoansClient, LoansReply, Loa
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from saga.local.inprocess import FakeHttpResponse
 from shared.errors import UpstreamUnavailable
+from tests.support import FakeClock
 
 REQUEST = LoansRequest("POST", "/simulations", {"a": 1}, "k")
 
@@ -74,14 +75,6 @@ def test_a_429_is_transient():
         HttpLoansClient("http://loans", Requester(FakeHttpResponse(429, b"{}", {})), urllib3.Timeout(1, 1)).send(
             REQUEST
         )
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Remaining:
