@@ -133,6 +133,10 @@ class Agents:
                 return None
             with self.tally.lock:
                 self.tally.retried_5xx += 1
+                if command.key is None and journey_id:
+                    # Without a key, a repeat is a new command (a simulate makes another quote): the API
+                    # says so, and an agent that wants a repeat to be safe sends a key.
+                    self.tally.asked[journey_id][command.name] += 1
             time.sleep(0.1 * (attempt + 1))
         else:
             with self.tally.lock:
