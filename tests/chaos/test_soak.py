@@ -331,12 +331,17 @@ def answered(response: tuple[int, Any]) -> Any:
 
 
 def read(system: System, call: Any) -> Any:
-    for _ in range(10):
+    """A verification read, repeated with backoff for up to a minute: the endpoint that served a
+    thousand journeys' faults is still busy with the drain's stragglers, and these reads are not under test."""
+    pause, deadline = 0.2, time.monotonic() + 60
+    while True:
         try:
             return call()
-        except Exception:  # a fault on a read: read again
-            time.sleep(0.2)
-    return call()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 3.0)
 
 
 @dataclass
@@ -431,7 +436,7 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
 
     verifying = time.monotonic()
     converged_deadline = verifying + 30
-    with ThreadPoolExecutor(max_workers=AGENTS) as verifiers:
+    with ThreadPoolExecutor(max_workers=4) as verifiers:
         findings = list(verifiers.map(lambda jid: verify(system, tally, jid, converged_deadline), driven))
     out_of_sync = [f.out_of_sync for f in findings if f.out_of_sync]
     cancelled_active = [f.journey_id for f in findings if f.cancelled_active]
