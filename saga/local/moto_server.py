@@ -22,7 +22,7 @@ import urllib3
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from saga.local import moto_transactions
+from saga.local import moto_queries, moto_transactions
 from saga.local.aws_faults import CONTROL_PATH, AwsFaultInjector, FaultRule
 
 
@@ -52,6 +52,7 @@ class MotoServer:
         fault_seed: int | None = None,
     ) -> None:
         moto_transactions.install()
+        moto_queries.install()
         self._host = host
         self.faults = AwsFaultInjector(_Serialized(DomainDispatcherApplication(create_backend_app)), faults, fault_seed)
         app = self.faults
