@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+import signal
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -154,9 +155,11 @@ class MotoProcess:
 
 
 def _serve(host: str, port: int, seed: int | None, parent: Connection) -> None:
-    """The child's whole life: serve until the parent closes the pipe or dies."""
+    """The child's whole life: serve until the parent closes the pipe or dies. Ctrl-C reaches the whole
+    process group: the parent stops its pollers first, and this endpoint last (LocalRuntime.stop)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     server = MotoServer(host, port, fault_seed=seed).start()
     parent.send(server.port)
-    with contextlib.suppress(EOFError, OSError, KeyboardInterrupt):
+    with contextlib.suppress(EOFError, OSError):
         parent.recv()
     server.stop()
