@@ -26,16 +26,21 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import botocore.session
 
 from shared import aws
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 KB = 1024
 MESSAGE_CHUNK = 64 * KB
 TABLE = "table"  # the bucket of a table's own units (an index's bucket is its name)
+# The meter's own reads (the item images around a write): botocore's default timeouts, no request's budget.
+RAW_BUDGET = aws.AwsCallBudget(connect_timeout=60.0, read_timeout=60.0, max_attempts=3)
 
 
 def _number_size(text: str) -> int:
@@ -141,7 +146,7 @@ class Meter:
         self.billed_requests: Counter[str] = Counter()  # sns, sqs, streams
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._raw: dict[str, Any] = {}
+        self._raw: dict[str, DynamoDBClient] = {}
         self._shapes: dict[tuple[str, str], TableShape] = {}
         events = aws.session().get_component("event_emitter")
         events.register("provide-client-params", self._remember)
@@ -206,12 +211,12 @@ class Meter:
                 units[(table, index.name)] += index_write_units(index, shape.keys, old, new)
         return units
 
-    def _raw_client(self, endpoint: str) -> Any:
+    def _raw_client(self, endpoint: str) -> DynamoDBClient:
         if endpoint not in self._raw:
             # A session of its own (credentials from the environment, as the bench sets them): its calls
             # reach no hook of this meter, so they are never counted.
-            self._raw[endpoint] = botocore.session.Session().create_client(
-                "dynamodb", region_name="us-east-1", endpoint_url=endpoint
+            self._raw[endpoint] = aws.client(
+                "dynamodb", "us-east-1", endpoint, RAW_BUDGET, from_session=botocore.session.Session()
             )
         return self._raw[endpoint]
 

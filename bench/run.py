@@ -351,8 +351,8 @@ def drain_rate(moto: MotoServer, backlog: int) -> tuple[float, int]:
         for start in range(0, backlog, 10)
     ]
     started = time.monotonic()
-    for batch in batches:
-        assert consumer(batch, LambdaContextStub("consumer"))["batchItemFailures"] == []
+    for records in batches:
+        assert consumer(records, LambdaContextStub("consumer"))["batchItemFailures"] == []
     applied = 10 * len(batches)
     return applied / (time.monotonic() - started), applied
 

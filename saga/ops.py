@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import urllib3
 
@@ -22,11 +22,18 @@ from shared.dynamo import from_item, to_item
 from shared.events import UnreadableEvent, parse_event
 from shared.outbox import EVENT_PREFIX, journey_pk
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
 LOCAL_AWS_ENDPOINT = "http://127.0.0.1:4566"
 LOCAL_API_URL = "http://127.0.0.1:3000"
 LOCAL_LOANS_API_URL = "http://127.0.0.1:3001"
 # `saga audit --since` reads at most this many changes (the scheduled audit pages through more).
 AUDIT_SINCE_LIMIT = 100_000
+# Every AWS call of an ops command: an operator waits for it.
+OPS_BUDGET = aws.AwsCallBudget(connect_timeout=1.0, read_timeout=5.0, max_attempts=2)
 
 
 @dataclass(frozen=True)
@@ -45,9 +52,11 @@ class Target:
     signed: bool = False
     pending_shards: int = tables.PENDING_SHARDS
 
-    def client(self, service: str) -> Any:
-        budget = aws.AwsCallBudget(connect_timeout=1.0, read_timeout=5.0, max_attempts=2)
-        return aws.client(service, self.region, self.endpoint_url, budget)
+    def dynamodb(self) -> DynamoDBClient:
+        return aws.client("dynamodb", self.region, self.endpoint_url, OPS_BUDGET)
+
+    def sqs(self) -> SQSClient:
+        return aws.client("sqs", self.region, self.endpoint_url, OPS_BUDGET)
 
 
 def local_target(endpoint_url: str, region: str, api_url: str, loans_api_url: str) -> Target:
@@ -94,11 +103,11 @@ def stack_target(stack_name: str, region: str) -> Target:
 
 
 def status(target: Target) -> dict[str, Any]:
-    outbox = DynamoOutboxStore(target.client("dynamodb"), target.loans_table, target.pending_shards)
+    outbox = DynamoOutboxStore(target.dynamodb(), target.loans_table, target.pending_shards)
     page = outbox.oldest_pending(1)
     oldest = page.oldest_occurred_at()
     age = 0.0 if oldest is None else max(0.0, (datetime.now(UTC) - oldest).total_seconds())
-    sqs = target.client("sqs")
+    sqs = target.sqs()
 
     def depth(url: str) -> dict[str, int]:
         attributes = sqs.get_queue_attributes(
@@ -177,10 +186,10 @@ def status_table(report: dict[str, Any]) -> str:
 # -- DLQ ----------------------------------------------------------------------------------------
 
 
-def _peek(target: Target, limit: int) -> list[dict[str, Any]]:
+def _peek(target: Target, limit: int) -> list[MessageTypeDef]:
     """Messages in the DLQ, without consuming them (they become visible again at once)."""
-    sqs = target.client("sqs")
-    seen: dict[str, dict[str, Any]] = {}
+    sqs = target.sqs()
+    seen: dict[str, MessageTypeDef] = {}
     for _ in range(max(3, limit // 10 + 3)):
         batch = sqs.receive_message(
             QueueUrl=target.events_dlq_url,
@@ -222,7 +231,7 @@ def _loose_fields(body: str) -> dict[str, Any]:
 
 
 def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
-    journeys = DynamoControlRecordStore(target.client("dynamodb"), target.journeys_table)
+    journeys = DynamoControlRecordStore(target.dynamodb(), target.journeys_table)
     return [
         {
             "messageId": m["MessageId"],
@@ -236,7 +245,7 @@ def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
 def dlq_redrive(target: Target, dry_run: bool, limit: int) -> list[dict[str, Any]]:
     """Move up to `limit` DLQ messages back to the events queue (a redrive of an applied event is
     a harmless no-op: the consumer is idempotent)."""
-    sqs = target.client("sqs")
+    sqs = target.sqs()
     moved: list[dict[str, Any]] = []
     while len(moved) < limit:
         batch = sqs.receive_message(
@@ -319,7 +328,7 @@ def journey_history(target: Target, journey_id: str, record: dict[str, Any] | No
     is convergent, so every event at or below lastAppliedSeq is in the record, whichever road brought
     it). The record's trail (`appliedBy`, its newest changes) says which road applied each event, when,
     and the version it made; the other road's delivery of that event was (or will be) a no-op."""
-    dynamodb = target.client("dynamodb")
+    dynamodb = target.dynamodb()
     items = dynamodb.query(
         TableName=target.loans_table,
         KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
@@ -432,7 +441,7 @@ def audit(
         journeys_table_name=target.journeys_table,
         grace_seconds=grace_seconds,
     )
-    dynamodb = target.client("dynamodb")
+    dynamodb = target.dynamodb()
     auditor, changes = auditor_bootstrap.build_auditor(dynamodb, dynamodb, settings)
     if journey_ids:
         candidates: Iterable[str] = journey_ids

@@ -6,11 +6,25 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Literal, overload
 
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError, HTTPClientError
+
+if TYPE_CHECKING:
+    # The typed clients exist for the type checker only (dev dependencies, never in the Lambda layer):
+    # nothing here is imported at run time, so a function still loads botocore alone.
+    from botocore.client import BaseClient
+    from botocore.credentials import Credentials
+    from mypy_boto3_cloudformation import CloudFormationClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sqs import SQSClient
+
+# The services the code creates clients for; `client` gives each its typed client.
+ServiceName = Literal["cloudformation", "dynamodb", "dynamodbstreams", "sns", "sqs"]
 
 # Error codes AWS answers for a failure that the same request may not meet again.
 TRANSIENT_CODES = frozenset(
@@ -52,7 +66,61 @@ def session() -> botocore.session.Session:
     return botocore.session.get_session()
 
 
-def client(service: str, region: str, endpoint_url: str | None, budget: AwsCallBudget | None = None) -> Any:
+@overload
+def client(
+    service: Literal["cloudformation"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> CloudFormationClient: ...
+@overload
+def client(
+    service: Literal["dynamodb"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> DynamoDBClient: ...
+@overload
+def client(
+    service: Literal["dynamodbstreams"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> DynamoDBStreamsClient: ...
+@overload
+def client(
+    service: Literal["sns"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> SNSClient: ...
+@overload
+def client(
+    service: Literal["sqs"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> SQSClient: ...
+def client(
+    service: ServiceName,
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> BaseClient:
+    """A botocore client for `service`, typed for it (the overloads above: botocore's `create_client`
+    returns a plain BaseClient). `from_session`: a session other than the process's shared one."""
     budget = budget or AwsCallBudget()
     config = Config(
         connect_timeout=budget.connect_timeout,
@@ -61,10 +129,12 @@ def client(service: str, region: str, endpoint_url: str | None, budget: AwsCallB
         max_pool_connections=50,
     )
     with _creating:  # creating clients from one session is not thread-safe; using them is
-        return session().create_client(service, region_name=region, endpoint_url=endpoint_url, config=config)
+        return (from_session or session()).create_client(
+            service, region_name=region, endpoint_url=endpoint_url, config=config
+        )
 
 
-def credentials() -> Any:
+def credentials() -> Credentials | None:
     """The process's AWS credentials (refreshable where the chain makes them so), from the shared session."""
     return session().get_credentials()
 

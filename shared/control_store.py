@@ -3,13 +3,19 @@ the orchestrator (road 1) and the consumer (road 2). The write is a compare-and-
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from shared.control_record import ControlRecord
 from shared.dynamo import error_code, from_item, to_item
 from shared.outbox import journey_pk
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef
 
 CONTROL_SK = "CONTROL"
 BATCH_GET_LIMIT = 100
@@ -29,7 +35,7 @@ def control_item(record: ControlRecord) -> dict[str, Any]:
 
 
 class DynamoControlRecordStore:
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -43,8 +49,9 @@ class DynamoControlRecordStore:
         records: dict[str, ControlRecord] = {}
         unique = list(dict.fromkeys(journey_ids))
         for start in range(0, len(unique), BATCH_GET_LIMIT):
-            request = {self._table: {"Keys": [control_key(j) for j in unique[start : start + BATCH_GET_LIMIT]],
-                                     "ConsistentRead": True}}  # fmt: skip
+            request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
+                self._table: {"Keys": [control_key(j) for j in unique[start : start + BATCH_GET_LIMIT]],
+                              "ConsistentRead": True}}  # fmt: skip
             while request:
                 response = self._client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self._table, []):

@@ -85,8 +85,9 @@ def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
-def cancellation_reasons(error: ClientError) -> list[dict[str, Any]]:
-    """The per-item reasons of a TransactionCanceledException, in the order of the items."""
+def cancellation_reasons(error: ClientError) -> list[Mapping[str, Any]]:
+    """The per-item reasons of a TransactionCanceledException, in the order of the items: `Code`,
+    `Message`, and `Item` (the item's attribute map, when the write asked for it on failure)."""
     reasons = error.response.get("CancellationReasons")
     if reasons is not None:
         return list(reasons)

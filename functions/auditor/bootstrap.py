@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Metrics
 
@@ -13,13 +14,16 @@ from functions.auditor.store import DynamoAuditState, DynamoChangeFinder, Dynamo
 from shared.applier import EventApplier
 from shared.control_store import DynamoControlRecordStore
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
 def build_auditor(
-    loans: object, journeys: object, settings: AuditorSettings, clock: Callable[[], datetime] = utc_now
+    loans: DynamoDBClient, journeys: DynamoDBClient, settings: AuditorSettings, clock: Callable[[], datetime] = utc_now
 ) -> tuple[JourneyAuditor, DynamoChangeFinder]:
     """The audit over two DynamoDB clients (the loans table's and the journeys table's)."""
     records = DynamoControlRecordStore(journeys, settings.journeys_table_name)
@@ -34,7 +38,7 @@ def build_auditor(
 
 
 def build_scheduled(
-    settings: AuditorSettings, metrics: Metrics, client: object, clock: Callable[[], datetime] = utc_now
+    settings: AuditorSettings, metrics: Metrics, client: DynamoDBClient, clock: Callable[[], datetime] = utc_now
 ) -> ScheduledAudit:
     auditor, changes = build_auditor(client, client, settings, clock)
     return ScheduledAudit(

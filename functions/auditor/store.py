@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.auditor.audit import Truth
 from functions.loans_api.store import LEDGER_SK
@@ -16,6 +16,12 @@ from shared import event_ids, outbox
 from shared.dynamo import from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef, QueryInputTypeDef, ScanInputTypeDef
 
 BATCH_GET_LIMIT = 100
 AUDIT_STATE_KEY = {"pk": "AUDIT", "sk": "STATE"}
@@ -59,7 +65,7 @@ class ChangeFinder(Protocol):
 class DynamoTruthReader:
     """loans-api's truth straight from its table: the ledger (its newest event) and the event items."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -100,7 +106,7 @@ class DynamoChangeFinder:
     """Which journeys changed when: the keys-only changes index (one partition per event type, sorted
     by UUIDv7 eventId), or, for an audit of everything, a scan of the ledgers."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -112,7 +118,7 @@ class DynamoChangeFinder:
         return list(islice(heapq.merge(*per_type), limit))
 
     def _changes(self, event_type: str, after: str, before: str, limit: int) -> list[Change]:
-        kwargs: dict[str, Any] = {
+        kwargs: QueryInputTypeDef = {
             "TableName": self._table,
             "IndexName": CHANGES_INDEX,
             "KeyConditionExpression": "#type = :type AND #id > :after",
@@ -121,7 +127,8 @@ class DynamoChangeFinder:
         }
         found: list[Change] = []
         while len(found) < limit:
-            page = self._client.query(**kwargs, Limit=limit - len(found))
+            kwargs["Limit"] = limit - len(found)
+            page = self._client.query(**kwargs)
             for item in page.get("Items", []):
                 event_id = item[CHANGES_SORT_ATTRIBUTE]["S"]
                 if event_id >= before:
@@ -133,7 +140,7 @@ class DynamoChangeFinder:
         return found
 
     def all_journeys(self) -> Iterator[str]:
-        kwargs: dict[str, Any] = {
+        kwargs: ScanInputTypeDef = {
             "TableName": self._table,
             "FilterExpression": "sk = :ledger",
             "ProjectionExpression": "pk",
@@ -162,7 +169,7 @@ class AuditState:
 class DynamoAuditState:
     """One small item in the journeys table (pk AUDIT, sk STATE): the scheduled audit's memory."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -180,10 +187,12 @@ class DynamoAuditState:
         self._client.put_item(TableName=self._table, Item=to_item(values))
 
 
-def batch_get(client: Any, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def batch_get(client: DynamoDBClient, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Strongly consistent BatchGetItem, 100 keys a call, unprocessed keys retried."""
     for start in range(0, len(keys), BATCH_GET_LIMIT):
-        request: dict[str, Any] = {table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": True}}
+        request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
+            table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": True}
+        }
         while request:
             response = client.batch_get_item(RequestItems=request)
             yield from response.get("Responses", {}).get(table, [])

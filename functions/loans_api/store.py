@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -15,6 +15,10 @@ from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import LoanEvent
 from shared.idempotency import Receipt, receipt_key
 from shared.tables import PENDING_SHARDS
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import PutTypeDef, QueryInputTypeDef, TransactWriteItemTypeDef
 
 LEDGER_SK = "LEDGER"
 
@@ -61,7 +65,7 @@ class LoanStore(Protocol):
 class DynamoLoanStore:
     """LoanStore on one DynamoDB table (single-table design, see docs/ARCHITECTURE.md, Data model)."""
 
-    def __init__(self, client: Any, table_name: str, pending_shards: int = PENDING_SHARDS) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str, pending_shards: int = PENDING_SHARDS) -> None:
         self._client = client
         self._table = table_name
         self._pending_shards = pending_shards
@@ -107,7 +111,7 @@ class DynamoLoanStore:
 
     def _query_partition(self, pk: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
+        kwargs: QueryInputTypeDef = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": to_item({":pk": pk}),
@@ -123,7 +127,7 @@ class DynamoLoanStore:
     # -- the one transaction ------------------------------------------------------------------
 
     def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome:
-        items = [
+        items: list[TransactWriteItemTypeDef] = [
             self._put_receipt(change, receipt, expires_at),
             self._put_ledger(change),
             {
@@ -156,7 +160,7 @@ class DynamoLoanStore:
             return CommitOutcome(CommitStatus.VIOLATED)
         raise error
 
-    def _put_receipt(self, change: Change, receipt: Receipt, expires_at: int) -> dict[str, Any]:
+    def _put_receipt(self, change: Change, receipt: Receipt, expires_at: int) -> TransactWriteItemTypeDef:
         return {
             "Put": {
                 "TableName": self._table,
@@ -168,9 +172,9 @@ class DynamoLoanStore:
             }
         }
 
-    def _put_ledger(self, change: Change) -> dict[str, Any]:
+    def _put_ledger(self, change: Change) -> TransactWriteItemTypeDef:
         after = change.ledger_after
-        put: dict[str, Any] = {
+        put: PutTypeDef = {
             "TableName": self._table,
             "Item": to_item(
                 {
@@ -191,7 +195,7 @@ class DynamoLoanStore:
             put["ExpressionAttributeValues"] = to_item({":seq": change.ledger_before.seq})
         return {"Put": put}
 
-    def _entity_op(self, change: Change, write: EntityWrite) -> dict[str, Any]:
+    def _entity_op(self, change: Change, write: EntityWrite) -> TransactWriteItemTypeDef:
         journey_id = change.event.journeyId
         pk = outbox.journey_pk(journey_id)
         sk = write.kind if write.kind == "DISBURSEMENT" else f"{write.kind}#{write.entity_id}"

@@ -8,9 +8,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from shared.errors import UpstreamUnavailable
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
 
 # The orchestrator function's timeout: infra deploys it, the local runtime gives each request the
 # same, and tests/integration/test_deadline.py proves every command fits it.
@@ -18,6 +21,8 @@ FUNCTION_TIMEOUT_SECONDS = 28
 # Kept back from the Lambda's remaining time for what follows the last budgeted step: rendering the
 # answer and returning it.
 RESPONSE_MARGIN_SECONDS = 0.5
+
+ClientT = TypeVar("ClientT", bound="BaseClient")
 
 
 class LambdaContext(Protocol):
@@ -55,7 +60,7 @@ class RequestDeadline:
                 f"{max(0.0, self.remaining()):.1f} s left); repeating the same request is safe"
             )
 
-    def guard_botocore(self, client: Any, seconds: float) -> Any:
+    def guard_botocore(self, client: ClientT, seconds: float) -> ClientT:
         """Make every call of a botocore `client` require its worst case (`seconds`) first."""
 
         def before_call(**_: Any) -> None:

@@ -4,6 +4,7 @@ decorator (retry.py) wraps every call the same way."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -11,6 +12,7 @@ import urllib3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from botocore.exceptions import NoCredentialsError
 
 from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, REPLAYED_HEADER
 
@@ -57,12 +59,17 @@ class HttpRequester(Protocol):
 class SigV4Signer:
     """Signs requests for an IAM-authorized API Gateway (service `execute-api`)."""
 
-    def __init__(self, credentials_provider: Any, region: str) -> None:
+    def __init__(self, credentials_provider: Callable[[], Credentials | None], region: str) -> None:
         self._credentials = credentials_provider
         self._region = region
 
     def sign(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> dict[str, str]:
-        frozen = self._credentials().get_frozen_credentials()
+        current = self._credentials()
+        # One consistent snapshot (a refreshable set may change between reads); none at all, or a partial
+        # one, is said as such rather than failing further in as an AttributeError or a bad signature.
+        frozen = None if current is None else current.get_frozen_credentials()
+        if frozen is None or frozen.access_key is None or frozen.secret_key is None:
+            raise NoCredentialsError()
         credentials = Credentials(frozen.access_key, frozen.secret_key, frozen.token)
         request = AWSRequest(method=method, url=url, data=body or b"", headers=headers)
         SigV4Auth(credentials, "execute-api", self._region).add_auth(request)

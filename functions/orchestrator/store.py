@@ -3,7 +3,7 @@ agent-supplied Idempotency-Keys."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -12,6 +12,9 @@ from shared.control_store import DynamoControlRecordStore, control_item
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.errors import StoreContention
 from shared.idempotency import Receipt, receipt_key
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 
 def _receipt_item(receipt: Receipt, expires_at: int) -> dict[str, Any]:
@@ -26,7 +29,7 @@ class DynamoJourneyStore(DynamoControlRecordStore):
     def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None:
         """Create the record (and the receipt that records its creation, in one transaction).
         Returns the existing receipt instead when the key was already used."""
-        put_record = {
+        put_record: TransactWriteItemTypeDef = {
             "Put": {
                 "TableName": self._table,
                 "Item": control_item(record),
@@ -36,7 +39,7 @@ class DynamoJourneyStore(DynamoControlRecordStore):
         if receipt is None:
             self._transact([put_record])
             return None
-        put_receipt = {
+        put_receipt: TransactWriteItemTypeDef = {
             "Put": {
                 "TableName": self._table,
                 "Item": _receipt_item(receipt, expires_at),
@@ -53,7 +56,7 @@ class DynamoJourneyStore(DynamoControlRecordStore):
             return _receipt_from(reason["Item"]) if "Item" in reason else self.get_receipt(receipt.key)
         return None
 
-    def _transact(self, items: list[dict[str, Any]]) -> None:
+    def _transact(self, items: list[TransactWriteItemTypeDef]) -> None:
         """One TransactWriteItems. DynamoDB cancels it with TransactionConflict when another transaction
         holds one of its items (botocore does not retry that): the agent may retry, a 503 says so."""
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
@@ -15,6 +15,12 @@ from shared import event_ids, outbox
 from shared.dynamo import error_code, to_item
 from shared.events import LoanEvent, why_unreadable
 from shared.tables import PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SHARDS, PENDING_SORT_ATTRIBUTE
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef, QueryInputTypeDef
 
 # Pages read per shard per call, bounded.
 _MAX_PAGES_PER_SHARD = 10
@@ -78,7 +84,7 @@ def read_outbox_item(item: dict[str, Any]) -> LoanEvent | UnreadableItem:
 
 
 class DynamoOutboxStore:
-    def __init__(self, client: Any, table_name: str, pending_shards: int = PENDING_SHARDS) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str, pending_shards: int = PENDING_SHARDS) -> None:
         self._client = client
         self._table = table_name
         self._shards = outbox.all_pending_shards(pending_shards)
@@ -132,7 +138,7 @@ class DynamoOutboxStore:
     def count_pending(self) -> int:
         total = 0
         for shard in self._shards:
-            kwargs: dict[str, Any] = self._shard_query(shard) | {"Select": "COUNT"}
+            kwargs: QueryInputTypeDef = {**self._shard_query(shard), "Select": "COUNT"}
             while True:
                 page = self._client.query(**kwargs)
                 total += int(page.get("Count", 0))
@@ -141,7 +147,7 @@ class DynamoOutboxStore:
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return total
 
-    def _shard_query(self, shard: str) -> dict[str, Any]:
+    def _shard_query(self, shard: str) -> QueryInputTypeDef:
         return {
             "TableName": self._table,
             "IndexName": PENDING_INDEX,
@@ -153,7 +159,7 @@ class DynamoOutboxStore:
     def _query_shard(self, shard: str, limit: int) -> list[dict[str, Any]]:
         """The keys of the shard's `limit` oldest index entries (the index holds keys only)."""
         found: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {**self._shard_query(shard), "ScanIndexForward": True, "Limit": limit}
+        kwargs: QueryInputTypeDef = {**self._shard_query(shard), "ScanIndexForward": True, "Limit": limit}
         for _ in range(_MAX_PAGES_PER_SHARD):
             page = self._client.query(**kwargs)
             found += page.get("Items", [])
@@ -166,7 +172,7 @@ class DynamoOutboxStore:
         """The table items of index entries (an item deleted since the index was read is left out)."""
         items: list[dict[str, Any]] = []
         for start in range(0, len(keys), _BATCH_GET_LIMIT):
-            request: dict[str, Any] = {
+            request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
                 self._table: {
                     "Keys": [{"pk": key["pk"], "sk": key["sk"]} for key in keys[start : start + _BATCH_GET_LIMIT]],
                     "ConsistentRead": True,

@@ -4,11 +4,15 @@ at most 10 entries per call, and a 200 answer can still hold failed entries."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.events import LoanEvent
+
+if TYPE_CHECKING:
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sns.type_defs import PublishBatchRequestEntryTypeDef
 
 SNS_BATCH_LIMIT = 10
 
@@ -20,7 +24,7 @@ class EventPublisher(Protocol):
 
 
 class SnsPublisher:
-    def __init__(self, client: Any, topic_arn: str) -> None:
+    def __init__(self, client: SNSClient, topic_arn: str) -> None:
         self._client = client
         self._topic_arn = topic_arn
 
@@ -40,7 +44,7 @@ class SnsPublisher:
         return failed
 
 
-def _entry(event: LoanEvent) -> dict[str, Any]:
+def _entry(event: LoanEvent) -> PublishBatchRequestEntryTypeDef:
     return {
         "Id": event.eventId,  # a UUID: within SNS's 80-character [A-Za-z0-9_-] limit
         "Message": event.model_dump_json(),

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
 from saga.local.apigw import LambdaContextStub
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 logger = Logger(service="saga-local", child=True)
 
@@ -34,7 +39,7 @@ class StreamPoller:
 
     def __init__(
         self,
-        streams: Any,
+        streams: DynamoDBStreamsClient,
         stream_arn: str,
         handler: BatchHandler,
         function_name: str = "relay",
@@ -123,7 +128,7 @@ class SqsPoller:
 
     def __init__(
         self,
-        sqs: Any,
+        sqs: SQSClient,
         queue_url: str,
         queue_arn: str,
         handler: BatchHandler,
@@ -167,7 +172,7 @@ class SqsPoller:
                     )
         return len(messages)
 
-    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _record(self, message: MessageTypeDef) -> dict[str, Any]:
         attributes = {key: str(value) for key, value in message.get("Attributes", {}).items()}
         return {
             "messageId": message["MessageId"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared import aws
 from shared.tables import (
@@ -18,6 +18,11 @@ from shared.tables import (
     QueueSpec,
     TableSpec,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
     return definition
 
 
-def _create_table(dynamodb: Any, spec: TableSpec) -> str:
+def _create_table(dynamodb: DynamoDBClient, spec: TableSpec) -> str:
     """Create the table, or use it if it exists: botocore retries a CreateTable whose reply was lost
     (a read timeout), and the retry finds the table its first attempt created."""
     try:
@@ -82,8 +87,8 @@ def _create_table(dynamodb: Any, spec: TableSpec) -> str:
     return str(description.get("LatestStreamArn", ""))
 
 
-def _create_queue(sqs: Any, spec: QueueSpec, dead_letter_arn: str | None = None) -> str:
-    attributes = {
+def _create_queue(sqs: SQSClient, spec: QueueSpec, dead_letter_arn: str | None = None) -> str:
+    attributes: dict[QueueAttributeNameType, str] = {
         "VisibilityTimeout": str(spec.visibility_timeout_seconds),
         "MessageRetentionPeriod": str(spec.retention_days * 24 * 3600),
     }
@@ -94,7 +99,7 @@ def _create_queue(sqs: Any, spec: QueueSpec, dead_letter_arn: str | None = None)
     return str(sqs.create_queue(QueueName=spec.local_name, Attributes=attributes)["QueueUrl"])
 
 
-def _queue_arn(sqs: Any, url: str) -> str:
+def _queue_arn(sqs: SQSClient, url: str) -> str:
     return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
 
 

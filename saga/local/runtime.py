@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 
@@ -33,6 +33,9 @@ from saga.local.resources import LocalResources, provision
 from shared import aws, entry_points
 from shared import metric_names as names
 from shared.settings import BaseSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 logger = Logger(service="saga-local", child=True)
 
@@ -104,7 +107,7 @@ class LocalRuntime:
         self._pools: list[ContainerPool] = []
         self.resources: LocalResources | None = None
         self._ready = threading.Event()
-        self._probe: Any = None
+        self._probe: DynamoDBClient | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -37,15 +37,18 @@ def _what(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_calls(path: str) -> None:
-    make_api_call = botocore.client.BaseClient._make_api_call
+    # botocore's private method every call of every client goes through; the stubs leave it out, so its
+    # two mentions are unknown attributes to mypy (the signature is botocore's, as `recording` states).
+    make_api_call = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
 
-    def recording(client: Any, operation: str, params: dict[str, Any]) -> Any:
+    def recording(client: botocore.client.BaseClient, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         with open(path, "a") as calls:
             service = client.meta.service_model.service_name
             calls.write(json.dumps({"service": service, "operation": operation, **_what(params)}) + "\n")
-        return make_api_call(client, operation, params)
+        answer: dict[str, Any] = make_api_call(client, operation, params)
+        return answer
 
-    botocore.client.BaseClient._make_api_call = recording
+    botocore.client.BaseClient._make_api_call = recording  # type: ignore[attr-defined]
 
 
 def load(handler: str) -> Handler:

@@ -53,6 +53,16 @@ def test_the_layer_leaves_boto3_and_botocore_to_the_runtime_and_holds_the_rest()
         assert requirement in locked, requirement
 
 
+def test_the_layer_ships_no_type_stubs():
+    # The typed clients' stubs are the type checker's (dev only): no function imports them at run time
+    # (tests/unit/test_import_graph.py), so the layer has no use for them.
+    stubs = [
+        name for name in pins(packaging.LAMBDA_LOCK) if name.startswith(("mypy-boto3", "types-")) or "stubs" in name
+    ]
+    assert stubs == []
+    assert {"botocore-stubs", "mypy-boto3-dynamodb"} <= set(pins(DEV_LOCK))
+
+
 def test_every_hash_pinned_line_of_both_locks_carries_a_hash():
     for lock in (packaging.LAMBDA_LOCK, DEV_LOCK):
         blocks = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", lock.read_text())

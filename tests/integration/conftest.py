@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import urllib3
@@ -23,6 +24,10 @@ from saga.local.resources import LocalResources, provision
 from shared import aws
 from tests.support import ApiClient, quiet_metrics
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
 
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[MotoServer]:
@@ -38,7 +43,7 @@ def resources(moto_server: MotoServer) -> LocalResources:
 
 
 @pytest.fixture
-def dynamodb(resources: LocalResources):
+def dynamodb(resources: LocalResources) -> DynamoDBClient:
     return aws.client("dynamodb", resources.region, resources.endpoint_url)
 
 
@@ -95,12 +100,12 @@ def consumer_settings(resources: LocalResources) -> ConsumerSettings:
 
 
 @pytest.fixture
-def sqs(resources: LocalResources):
+def sqs(resources: LocalResources) -> SQSClient:
     return aws.client("sqs", resources.region, resources.endpoint_url)
 
 
 @pytest.fixture
-def stream_poller(resources: LocalResources, relay_settings: RelaySettings, sqs) -> StreamPoller:
+def stream_poller(resources: LocalResources, relay_settings: RelaySettings, sqs: SQSClient) -> StreamPoller:
     streams = aws.client("dynamodbstreams", resources.region, resources.endpoint_url)
 
     def on_failure(record: dict) -> None:
@@ -111,7 +116,7 @@ def stream_poller(resources: LocalResources, relay_settings: RelaySettings, sqs)
 
 
 @pytest.fixture
-def sqs_poller(resources: LocalResources, consumer_settings: ConsumerSettings, sqs) -> SqsPoller:
+def sqs_poller(resources: LocalResources, consumer_settings: ConsumerSettings, sqs: SQSClient) -> SqsPoller:
     arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -16,6 +16,9 @@ from openapi_spec_validator.validation import OpenAPIV30SpecValidator, OpenAPIV3
 from saga.local.apigw import CALLER_HEADER
 from shared import openapi
 from tests.support import ApiClient, json_of
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 OPERATIONS = ("get", "put", "post", "delete", "patch")
 
@@ -152,7 +155,9 @@ def test_every_link_names_an_operation_of_the_document_at_its_path_and_its_body_
         assert link.get("requestSchema") == (body["$ref"] if body else None)
 
 
-def test_create_journey_without_an_idempotency_key_is_400_and_creates_nothing(orchestrator, dynamodb, resources):
+def test_create_journey_without_an_idempotency_key_is_400_and_creates_nothing(
+    orchestrator, dynamodb: DynamoDBClient, resources
+):
     response = orchestrator.post("/journeys", {"customerId": "c"})
     assert response.status == 400
     assert response.headers["Content-Type"] == "application/problem+json"

@@ -4,6 +4,7 @@ scheduled run that reads only what changed since the last one."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -17,6 +18,9 @@ from shared.control_record import new_control_record
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.events import LoanEvent
 from tests.support import json_of, quiet_metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 LATER = timedelta(seconds=120)
 
@@ -32,16 +36,16 @@ def settings(resources) -> AuditorSettings:
 
 
 @pytest.fixture
-def records(dynamodb, resources) -> DynamoControlRecordStore:
+def records(dynamodb: DynamoDBClient, resources) -> DynamoControlRecordStore:
     return DynamoControlRecordStore(dynamodb, resources.journeys_table)
 
 
-def auditor_at(dynamodb, settings, moment: datetime):
+def auditor_at(dynamodb: DynamoDBClient, settings, moment: datetime):
     auditor, changes = auditor_bootstrap.build_auditor(dynamodb, dynamodb, settings, clock=lambda: moment)
     return auditor, changes
 
 
-def journey(dynamodb, resources, journey_id: str, state: str = "created") -> None:
+def journey(dynamodb: DynamoDBClient, resources, journey_id: str, state: str = "created") -> None:
     """A Control Record as the orchestrator creates it (written directly: the orchestrator is not under test)."""
     record = new_control_record(journey_id, "c-1", datetime.now(UTC)).model_copy(update={"currentState": state})
     dynamodb.put_item(TableName=resources.journeys_table, Item=control_item(record))
@@ -56,7 +60,9 @@ def simulate_at_loans_api(loans_api, journey_id: str, amount: int = 5000) -> Loa
     return LoanEvent.model_validate(json_of(reply)["event"])
 
 
-def test_a_record_behind_the_truth_is_listed_with_its_road_and_its_repair(dynamodb, resources, loans_api, settings):
+def test_a_record_behind_the_truth_is_listed_with_its_road_and_its_repair(
+    dynamodb: DynamoDBClient, resources, loans_api, settings
+):
     # Given a journey whose simulation loans-api committed, and whose record never heard of it
     journey(dynamodb, resources, "j-behind")
     event = simulate_at_loans_api(loans_api, "j-behind")
@@ -74,7 +80,7 @@ def test_a_record_behind_the_truth_is_listed_with_its_road_and_its_repair(dynamo
     assert report.oldest_age_seconds == finding.ageSeconds
 
 
-def test_within_the_grace_period_it_is_not_listed(dynamodb, resources, loans_api, settings):
+def test_within_the_grace_period_it_is_not_listed(dynamodb: DynamoDBClient, resources, loans_api, settings):
     journey(dynamodb, resources, "j-fresh")
     event = simulate_at_loans_api(loans_api, "j-fresh")
     auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + timedelta(seconds=5))
@@ -83,7 +89,7 @@ def test_within_the_grace_period_it_is_not_listed(dynamodb, resources, loans_api
 
 
 def test_repair_applies_the_newest_event_through_the_applier_and_then_all_agree(
-    dynamodb, resources, loans_api, settings, records
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
 ):
     # Given a record two events behind (a simulation, then a re-simulation)
     journey(dynamodb, resources, "j-repair")
@@ -104,7 +110,7 @@ def test_repair_applies_the_newest_event_through_the_applier_and_then_all_agree(
 
 
 def test_a_terminal_record_against_an_active_simulation_is_listed_but_never_repaired(
-    dynamodb, resources, loans_api, settings, records
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
 ):
     # Given the race of the issue: the record says cancelled, loans-api holds an ACTIVE simulation
     journey(dynamodb, resources, "j-race", state="cancelled")
@@ -122,14 +128,14 @@ def test_a_terminal_record_against_an_active_simulation_is_listed_but_never_repa
     assert (record.currentState, record.version) == ("cancelled", 0)
 
 
-def test_a_journey_loans_api_holds_without_a_control_record_is_listed(dynamodb, loans_api, settings):
+def test_a_journey_loans_api_holds_without_a_control_record_is_listed(dynamodb: DynamoDBClient, loans_api, settings):
     event = simulate_at_loans_api(loans_api, "j-orphan")
     auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
     [finding] = auditor.audit(["j-orphan"]).outOfSync
     assert (finding.kind, finding.repairable, finding.recordSeq) == (Kind.NO_CONTROL_RECORD, False, None)
 
 
-def test_a_record_that_agrees_is_not_listed(dynamodb, resources, loans_api, settings, records):
+def test_a_record_that_agrees_is_not_listed(dynamodb: DynamoDBClient, resources, loans_api, settings, records):
     journey(dynamodb, resources, "j-ok")
     event = simulate_at_loans_api(loans_api, "j-ok")
     EventApplier(records, clock=lambda: event.occurredAt).apply(event, "outbox")
@@ -138,7 +144,9 @@ def test_a_record_that_agrees_is_not_listed(dynamodb, resources, loans_api, sett
     assert (report.audited, report.outOfSync, report.withinGrace) == (1, [], [])
 
 
-def test_the_changes_index_returns_only_journeys_changed_in_the_window(dynamodb, resources, loans_api, settings):
+def test_the_changes_index_returns_only_journeys_changed_in_the_window(
+    dynamodb: DynamoDBClient, resources, loans_api, settings
+):
     first = simulate_at_loans_api(loans_api, "j-early")
     second = simulate_at_loans_api(loans_api, "j-late")
     _, changes = auditor_at(dynamodb, settings, datetime.now(UTC))
@@ -155,7 +163,9 @@ def test_the_changes_index_returns_only_journeys_changed_in_the_window(dynamodb,
     assert changes.changed_between(event_ids.lower_bound(start_first), start_first, limit=100) == []
 
 
-def test_the_scheduled_audit_measures_remembers_and_reads_only_what_changed(dynamodb, resources, loans_api, settings):
+def test_the_scheduled_audit_measures_remembers_and_reads_only_what_changed(
+    dynamodb: DynamoDBClient, resources, loans_api, settings
+):
     # Given a journey out of sync, changed within the first run's look-back
     journey(dynamodb, resources, "j-sched")
     event = simulate_at_loans_api(loans_api, "j-sched")
@@ -189,7 +199,7 @@ def test_the_scheduled_audit_measures_remembers_and_reads_only_what_changed(dyna
     assert DynamoAuditState(dynamodb, resources.journeys_table).get().suspects == ()
 
 
-def test_a_capped_run_goes_on_from_the_last_change_it_read(dynamodb, resources, loans_api, settings):
+def test_a_capped_run_goes_on_from_the_last_change_it_read(dynamodb: DynamoDBClient, resources, loans_api, settings):
     # Given two journeys changed, and a run that may read one change only
     for journey_id in ("j-first", "j-second"):
         journey(dynamodb, resources, journey_id)
@@ -205,7 +215,7 @@ def test_a_capped_run_goes_on_from_the_last_change_it_read(dynamodb, resources, 
 
 
 def test_repair_leaves_a_journey_within_the_grace_period_to_the_roads(
-    dynamodb, resources, loans_api, settings, records
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
 ):
     journey(dynamodb, resources, "j-young")
     event = simulate_at_loans_api(loans_api, "j-young")

@@ -6,8 +6,8 @@ the loans-api conflict path (CommitStatus.CONFLICT -> decide again) is reached."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import urllib3
@@ -24,6 +24,9 @@ from shared.dynamo import to_item
 from shared.events import LoanEvent, LoanSnapshot
 from tests.support import ApiClient
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
 NO_RETRIES = aws.AwsCallBudget(max_attempts=1)
 
 
@@ -35,11 +38,7 @@ def faults(moto_server: MotoServer) -> Iterator[Any]:
     moto_server.faults.clear()
 
 
-def client(resources: LocalResources, service: str, budget: aws.AwsCallBudget = NO_RETRIES) -> Any:
-    return aws.client(service, resources.region, resources.endpoint_url, budget)
-
-
-def put(table: str, pk: str, **extra: Any) -> dict[str, Any]:
+def put(table: str, pk: str, **extra: Any) -> TransactWriteItemTypeDef:
     return {
         "Put": {
             "TableName": table,
@@ -50,7 +49,7 @@ def put(table: str, pk: str, **extra: Any) -> dict[str, Any]:
 
 
 def stream_inserts(resources: LocalResources) -> list[str]:
-    streams = client(resources, "dynamodbstreams")
+    streams = aws.client("dynamodbstreams", resources.region, resources.endpoint_url, NO_RETRIES)
     shard = streams.describe_stream(StreamArn=resources.loans_stream_arn)["StreamDescription"]["Shards"][0]
     iterator = streams.get_shard_iterator(
         StreamArn=resources.loans_stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
@@ -59,7 +58,7 @@ def stream_inserts(resources: LocalResources) -> list[str]:
     return [r["dynamodb"]["Keys"]["pk"]["S"] for r in records if r["eventName"] == "INSERT"]
 
 
-def error_of(call: Any) -> tuple[str, int, dict[str, Any]]:
+def error_of(call: Callable[[], object]) -> tuple[str, int, Mapping[str, Any]]:
     with pytest.raises(ClientError) as caught:
         call()
     response = caught.value.response
@@ -81,7 +80,7 @@ def error_of(call: Any) -> tuple[str, int, dict[str, Any]]:
 def test_each_dynamodb_error_reaches_boto3_with_its_code_and_status(faults, resources, kind, status):
     # Given every GetItem answers the fault
     faults.add(FaultRule("dynamodb", "GetItem", kind))
-    dynamodb = client(resources, "dynamodb")
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
     # When a GetItem is made, Then boto3 raises the service's error code with its HTTP status
     code, http_status, _ = error_of(
         lambda: dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "a", "sk": "b"}))
@@ -94,7 +93,8 @@ def test_each_dynamodb_error_reaches_boto3_with_its_code_and_status(faults, reso
 
 def test_a_transaction_conflict_cancels_the_whole_transaction_with_its_reason(faults, resources):
     faults.add(FaultRule("dynamodb", "TransactWriteItems", "TransactionConflict"))
-    dynamodb = client(resources, "dynamodb", aws.AwsCallBudget())  # loans-api's budget: 3 attempts
+    # loans-api's budget: 3 attempts
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, aws.AwsCallBudget())
     items = [put(resources.loans_table, "J#1"), put(resources.loans_table, "J#2")]
     code, status, response = error_of(lambda: dynamodb.transact_write_items(TransactItems=items))
     assert (code, status) == ("TransactionCanceledException", 400)
@@ -106,7 +106,7 @@ def test_a_transaction_conflict_cancels_the_whole_transaction_with_its_reason(fa
 
 
 def test_sns_throttling_and_failed_entries_reach_the_relays_publisher(faults, resources):
-    sns = client(resources, "sns")
+    sns = aws.client("sns", resources.region, resources.endpoint_url, NO_RETRIES)
     event = LoanEvent.model_validate(
         {
             "eventId": "e-1",
@@ -147,7 +147,7 @@ def test_sns_throttling_and_failed_entries_reach_the_relays_publisher(faults, re
     [("ReceiveMessage", "RequestThrottled", 400), ("DeleteMessage", "InternalError", 500)],
 )
 def test_sqs_errors_reach_boto3(faults, resources, operation, kind, status):
-    sqs = client(resources, "sqs")
+    sqs = aws.client("sqs", resources.region, resources.endpoint_url, NO_RETRIES)
     faults.add(FaultRule("sqs", operation, kind))
     if operation == "ReceiveMessage":
         call: Any = lambda: sqs.receive_message(QueueUrl=resources.events_queue_url)  # noqa: E731
@@ -166,7 +166,7 @@ def test_sqs_errors_reach_boto3(faults, resources, operation, kind, status):
 )
 def test_the_orchestrators_budget_absorbs_one_fault_and_surfaces_the_second(faults, resources, kind):
     # Given the orchestrator's DynamoDB client (standard mode, 2 attempts)
-    dynamodb = client(resources, "dynamodb", DYNAMO_BUDGET)
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, DYNAMO_BUDGET)
     key = to_item({"pk": "a", "sk": "b"})
     # When one call fails once, Then botocore's retry absorbs it
     faults.add(FaultRule("dynamodb", "GetItem", kind, limit=1))
@@ -175,15 +175,15 @@ def test_the_orchestrators_budget_absorbs_one_fault_and_surfaces_the_second(faul
     # And when it fails twice, the error surfaces after exactly two attempts
     faults.clear()
     faults.add(FaultRule("dynamodb", "GetItem", kind, limit=2))
-    code, _, response = error_of(lambda: dynamodb.get_item(TableName=resources.journeys_table, Key=key))
+    code, _, failed = error_of(lambda: dynamodb.get_item(TableName=resources.journeys_table, Key=key))
     assert code == kind
-    assert response["ResponseMetadata"]["RetryAttempts"] == 1
+    assert failed["ResponseMetadata"]["RetryAttempts"] == 1
     assert faults.injected[f"dynamodb:GetItem:{kind}"] == 3
 
 
 def test_a_transaction_whose_reply_is_lost_is_retried_with_its_token_and_commits_once(faults, resources):
     # Given loans-api's client (standard mode, 3 attempts) and a transaction whose first reply is lost
-    dynamodb = client(resources, "dynamodb", aws.AwsCallBudget())
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, aws.AwsCallBudget())
     faults.add(FaultRule("dynamodb", "TransactWriteItems", "ReplyLost", limit=1))
     items = [put(resources.loans_table, "LOST#1"), put(resources.loans_table, "LOST#2")]
     # When it is called, Then botocore's retry (same ClientRequestToken) succeeds
@@ -195,7 +195,7 @@ def test_a_transaction_whose_reply_is_lost_is_retried_with_its_token_and_commits
 
 
 def test_a_lost_reply_without_retries_is_an_error_and_the_token_then_replays_it(faults, resources):
-    dynamodb = client(resources, "dynamodb")
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
     faults.add(FaultRule("dynamodb", "TransactWriteItems", "ReplyLost", limit=1))
     items = [put(resources.loans_table, "LOST#3")]
     with pytest.raises(ConnectionClosedError):
@@ -209,7 +209,7 @@ def test_a_lost_reply_without_retries_is_an_error_and_the_token_then_replays_it(
 
 def test_a_write_refused_after_the_checks_writes_nothing_at_all(resources):
     # Given a transaction whose second Put is over DynamoDB's 400 KB item limit
-    dynamodb = client(resources, "dynamodb")
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
     items = [put(resources.loans_table, "BIG#1"), put(resources.loans_table, "BIG#2", blob="x" * 410_000)]
     # When it is sent, Then DynamoDB's ValidationException, and neither item nor stream record exists
     code, status, _ = error_of(lambda: dynamodb.transact_write_items(TransactItems=items))
@@ -219,9 +219,9 @@ def test_a_write_refused_after_the_checks_writes_nothing_at_all(resources):
 
 
 def test_an_update_undone_by_a_later_refusal_keeps_its_old_value(resources):
-    dynamodb = client(resources, "dynamodb")
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
     dynamodb.put_item(TableName=resources.loans_table, Item=to_item({"pk": "U#1", "sk": "S", "n": "old"}))
-    update = {
+    update: TransactWriteItemTypeDef = {
         "Update": {
             "TableName": resources.loans_table,
             "Key": to_item({"pk": "U#1", "sk": "S"}),
@@ -248,7 +248,7 @@ def clock() -> Iterator[list[float]]:
 
 
 def test_a_token_expires_after_ten_minutes(resources, clock):
-    dynamodb = client(resources, "dynamodb")
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
     items = [put(resources.loans_table, "TOK#1")]
     dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="tok-1")
     clock[0] += 599
@@ -260,7 +260,7 @@ def test_a_token_expires_after_ten_minutes(resources, clock):
 
 
 def test_a_token_reused_with_other_parameters_is_an_idempotent_parameter_mismatch(resources, clock):
-    dynamodb = client(resources, "dynamodb")
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
     dynamodb.transact_write_items(TransactItems=[put(resources.loans_table, "TOK#2")], ClientRequestToken="tok-2")
     code, status, _ = error_of(
         lambda: dynamodb.transact_write_items(
@@ -311,7 +311,8 @@ def test_the_control_api_sets_lists_and_clears_rules(faults, moto_server, resour
     rule = {"service": "dynamodb", "operation": "DescribeTable", "kind": "InternalServerError", "limit": 1}
     added = json.loads(urllib3.request("POST", url, body=json.dumps(rule)).data)
     assert added["rules"][0]["kind"] == "InternalServerError"
-    code, _, _ = error_of(lambda: client(resources, "dynamodb").describe_table(TableName=resources.loans_table))
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
+    code, _, _ = error_of(lambda: dynamodb.describe_table(TableName=resources.loans_table))
     assert code == "InternalServerError"
     assert json.loads(urllib3.request("GET", url).data)["injected"] == {"dynamodb:DescribeTable:InternalServerError": 1}
     assert json.loads(urllib3.request("DELETE", url).data)["rules"] == []
@@ -328,7 +329,7 @@ def test_provisioning_survives_a_create_table_retried_after_its_reply_was_lost(f
     assert faults.injected == {"dynamodb:CreateTable:ReplyLost": 1}
     again = provision(moto_server.url)
     assert again == first
-    sns = client(first, "sns")
+    sns = aws.client("sns", first.region, first.endpoint_url, NO_RETRIES)
     assert len(sns.list_subscriptions_by_topic(TopicArn=first.topic_arn)["Subscriptions"]) == 1
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 from uuid6 import uuid7
@@ -19,6 +20,11 @@ from shared.control_store import DynamoControlRecordStore
 from shared.dynamo import to_item
 from shared.events import LoanEvent, LoanSnapshot, UnreadableEvent, parse_event
 from tests.support import quiet_metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 
 def stale_event(journey_id: str, seq: int, minutes_ago: int = 10) -> LoanEvent:
@@ -49,14 +55,16 @@ def unreadable_pending_item(journey_id: str) -> dict:
     )
 
 
-def received(sqs, url: str) -> list[dict]:
-    messages: list[dict] = []
+def received(sqs: SQSClient, url: str) -> list[MessageTypeDef]:
+    messages: list[MessageTypeDef] = []
     while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
         messages += batch
     return messages
 
 
-def test_an_unreadable_pending_item_does_not_stop_the_sweep(dynamodb, sqs, resources, relay_settings):
+def test_an_unreadable_pending_item_does_not_stop_the_sweep(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings
+):
     # Given an unreadable PENDING item among valid stale ones (the bad one the oldest)
     dynamodb.put_item(TableName=resources.loans_table, Item=unreadable_pending_item("bad-journey"))
     valid = [stale_event(f"good-{n}", 1, minutes_ago=5) for n in range(5)]
@@ -88,7 +96,9 @@ def test_a_clean_sweep_reports_zero_unreadable_so_the_alarm_has_data(resources, 
     assert metrics.metric_set["UnreadableOutboxItems"]["Value"] == [0]
 
 
-def test_the_relay_skips_an_unreadable_insert_and_publishes_the_rest(dynamodb, sqs, resources, stream_poller):
+def test_the_relay_skips_an_unreadable_insert_and_publishes_the_rest(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, stream_poller
+):
     # Given a stream holding an unreadable outbox insert between two valid ones
     first, last = stale_event("relay-a", 1, 0), stale_event("relay-c", 1, 0)
     dynamodb.put_item(TableName=resources.loans_table, Item=outbox.outbox_item(first))
@@ -111,7 +121,7 @@ def test_events_with_fields_a_newer_writer_added_are_read_and_applied_fields_ign
     assert parse_event(json.dumps(wire)) == event
 
 
-def test_an_unknown_event_type_is_refused_with_its_reason_and_dlq_list_says_so(dynamodb, resources):
+def test_an_unknown_event_type_is_refused_with_its_reason_and_dlq_list_says_so(dynamodb: DynamoDBClient, resources):
     wire = json.loads(stale_event("j-unknown", 1).model_dump_json()) | {"type": "JourneyArchived"}
     body = json.dumps(wire)
     with pytest.raises(UnreadableEvent) as refused:
@@ -121,7 +131,9 @@ def test_an_unknown_event_type_is_refused_with_its_reason_and_dlq_list_says_so(d
     assert ops.diagnose(body, journeys)["reason"] == "unknown event type 'JourneyArchived'"
 
 
-def test_the_consumer_fails_an_unknown_type_so_it_lands_in_the_dlq(sqs_poller, sqs, resources, consumer_settings):
+def test_the_consumer_fails_an_unknown_type_so_it_lands_in_the_dlq(
+    sqs_poller, sqs: SQSClient, resources, consumer_settings
+):
     # Given an event of a type this consumer does not know, and a valid one for an unknown journey
     wire = json.loads(stale_event("j-unknown", 1).model_dump_json()) | {"type": "JourneyArchived"}
     sqs.send_message(QueueUrl=resources.events_queue_url, MessageBody=json.dumps(wire))
@@ -139,7 +151,7 @@ def test_the_consumer_fails_an_unknown_type_so_it_lands_in_the_dlq(sqs_poller, s
 
 
 def test_the_pending_index_holds_keys_only_and_the_sweeper_publishes_the_whole_event(
-    dynamodb, sqs, resources, relay_settings
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings
 ):
     # Given stale PENDING events (one with a snapshot, which only the table item carries)
     events = [stale_event(f"keys-{n}", 1, minutes_ago=3 + n) for n in range(3)]

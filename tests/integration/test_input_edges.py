@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,6 +16,9 @@ from shared.json_input import MAX_DEPTH
 from shared.problems import MAX_LISTED_ERRORS, PROBLEM_CONTENT_TYPE
 from tests.integration.test_loans_api import scan
 from tests.support import ApiClient, json_of
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 # No error body may grow with the input: a few KB at most.
 MAX_PROBLEM_BYTES = 4096
@@ -48,7 +51,7 @@ def api(request, orchestrator: ApiClient, loans_api: ApiClient) -> Api:
 
 
 @pytest.fixture
-def unchanged(dynamodb, resources, loans_http: InProcessHttp) -> Callable[[], None]:
+def unchanged(dynamodb: DynamoDBClient, resources, loans_http: InProcessHttp) -> Callable[[], None]:
     """Call once the fixtures set up what they need; returns a check that nothing was written since."""
     tables = (resources.loans_table, resources.journeys_table)
     before = [scan(dynamodb, table) for table in tables]

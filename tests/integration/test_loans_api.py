@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -10,11 +11,16 @@ from bench.meter import item_size
 from shared.dynamo import from_item, to_item
 from tests.support import ApiClient, json_of
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef, TransactWriteItemTypeDef
+
 JOURNEY = "j-0001"
 
 
-def scan(dynamodb, table: str) -> list[dict]:
-    items, kwargs = [], {"TableName": table, "ConsistentRead": True}
+def scan(dynamodb: DynamoDBClient, table: str) -> list[dict]:
+    items: list[dict] = []
+    kwargs: ScanInputTypeDef = {"TableName": table, "ConsistentRead": True}
     while True:
         page = dynamodb.scan(**kwargs)
         items += [from_item(item) for item in page["Items"]]
@@ -35,7 +41,7 @@ def accepted_journey(api: ApiClient) -> tuple[dict, dict]:
     return simulation, acceptance
 
 
-def test_simulation_commits_domain_receipt_ledger_and_outbox_together(loans_api, dynamodb, resources):
+def test_simulation_commits_domain_receipt_ledger_and_outbox_together(loans_api, dynamodb: DynamoDBClient, resources):
     # Given an empty table
     # When a simulation is created
     response = simulate(loans_api, "k1")
@@ -67,7 +73,7 @@ def test_replay_returns_the_recorded_body_byte_for_byte(loans_api):
     assert "Idempotent-Replayed" not in first.headers
 
 
-def test_same_key_with_a_different_body_is_422_and_writes_nothing(loans_api, dynamodb, resources):
+def test_same_key_with_a_different_body_is_422_and_writes_nothing(loans_api, dynamodb: DynamoDBClient, resources):
     simulate(loans_api, "k1")
     before = scan(dynamodb, resources.loans_table)
     response = simulate(loans_api, "k1", amount=20000)
@@ -78,7 +84,7 @@ def test_same_key_with_a_different_body_is_422_and_writes_nothing(loans_api, dyn
 
 
 @pytest.mark.parametrize("path", ["/simulations", "/acceptances", "/disbursements"])
-def test_a_write_without_a_key_is_400(loans_api, dynamodb, resources, path):
+def test_a_write_without_a_key_is_400(loans_api, dynamodb: DynamoDBClient, resources, path):
     bodies = {
         "/simulations": {"journeyId": JOURNEY, "amount": 1000, "termMonths": 12},
         "/acceptances": {"journeyId": JOURNEY, "simulationId": "s1"},
@@ -90,7 +96,7 @@ def test_a_write_without_a_key_is_400(loans_api, dynamodb, resources, path):
     assert scan(dynamodb, resources.loans_table) == []
 
 
-def test_a_business_violation_writes_nothing_at_all(loans_api, dynamodb, resources):
+def test_a_business_violation_writes_nothing_at_all(loans_api, dynamodb: DynamoDBClient, resources):
     # Given a journey whose first simulation was superseded
     old = json_of(simulate(loans_api, "k1"))
     simulate(loans_api, "k2", amount=20000)
@@ -103,7 +109,9 @@ def test_a_business_violation_writes_nothing_at_all(loans_api, dynamodb, resourc
     assert scan(dynamodb, resources.loans_table) == before
 
 
-def test_one_disbursement_per_journey_even_with_a_fresh_key_and_no_receipt(loans_api, dynamodb, resources):
+def test_one_disbursement_per_journey_even_with_a_fresh_key_and_no_receipt(
+    loans_api, dynamodb: DynamoDBClient, resources
+):
     # Given a disbursed journey
     _, acceptance = accepted_journey(loans_api)
     body = {"journeyId": JOURNEY, "acceptanceId": acceptance["acceptanceId"]}
@@ -122,7 +130,7 @@ def test_one_disbursement_per_journey_even_with_a_fresh_key_and_no_receipt(loans
     assert len([i for i in items if i["sk"] == "DISBURSEMENT"]) == 1
 
 
-def test_the_disbursement_condition_holds_inside_the_transaction(loans_api, dynamodb, resources):
+def test_the_disbursement_condition_holds_inside_the_transaction(loans_api, dynamodb: DynamoDBClient, resources):
     # Given a disbursed journey whose ledger was rolled back to claim no disbursement
     _, acceptance = accepted_journey(loans_api)
     body = {"journeyId": JOURNEY, "acceptanceId": acceptance["acceptanceId"]}
@@ -140,7 +148,9 @@ def test_the_disbursement_condition_holds_inside_the_transaction(loans_api, dyna
     assert scan(dynamodb, resources.loans_table) == before
 
 
-def test_seq_grows_by_one_per_event_and_each_command_has_one_outbox_item(loans_api, dynamodb, resources):
+def test_seq_grows_by_one_per_event_and_each_command_has_one_outbox_item(
+    loans_api, dynamodb: DynamoDBClient, resources
+):
     # Given a journey walked through every command
     first = json_of(simulate(loans_api, "s1"))
     second = json_of(simulate(loans_api, "s2", amount=5000))
@@ -179,7 +189,9 @@ def test_seq_grows_by_one_per_event_and_each_command_has_one_outbox_item(loans_a
     assert truth["lastEvent"]["snapshot"]["state"] == "disbursed"
 
 
-def test_re_simulating_cancels_the_active_acceptance_in_the_same_transaction(loans_api, dynamodb, resources):
+def test_re_simulating_cancels_the_active_acceptance_in_the_same_transaction(
+    loans_api, dynamodb: DynamoDBClient, resources
+):
     # Given an accepted journey
     simulation, acceptance = accepted_journey(loans_api)
     # When it is simulated again
@@ -252,7 +264,7 @@ def test_the_fingerprint_is_over_the_validated_request(loans_api):
         ("/disbursements", []),
     ],
 )
-def test_invalid_input_is_a_422_problem_and_writes_nothing(loans_api, dynamodb, resources, path, body):
+def test_invalid_input_is_a_422_problem_and_writes_nothing(loans_api, dynamodb: DynamoDBClient, resources, path, body):
     response = loans_api.post(path, body, key="k")
     assert response.status == 422
     problem = json_of(response)
@@ -261,7 +273,7 @@ def test_invalid_input_is_a_422_problem_and_writes_nothing(loans_api, dynamodb, 
     assert scan(dynamodb, resources.loans_table) == []
 
 
-def test_malformed_json_is_400_and_oversized_body_is_413(loans_api, dynamodb, resources):
+def test_malformed_json_is_400_and_oversized_body_is_413(loans_api, dynamodb: DynamoDBClient, resources):
     assert loans_api.post("/simulations", raw=b'{"journeyId": ', key="k").status == 400
     huge = json.dumps({"journeyId": JOURNEY, "amount": 1000, "termMonths": 12, "pad": "x" * 70000}).encode()
     response = loans_api.post("/simulations", raw=huge, key="k")
@@ -279,10 +291,16 @@ def test_unknown_things_are_404_problems(loans_api):
         assert response.headers["Content-Type"] == "application/problem+json"
 
 
-def test_a_transaction_retried_with_its_token_succeeds_again(dynamodb, resources):
+def test_a_transaction_retried_with_its_token_succeeds_again(dynamodb: DynamoDBClient, resources):
     # Given a committed transaction (botocore retries a timed-out call with the same token)
-    items = [{"Put": {"TableName": resources.loans_table, "Item": to_item({"pk": "T#1", "sk": "T"}),
-                      "ConditionExpression": "attribute_not_exists(pk)"}}]  # fmt: skip
+    put: TransactWriteItemTypeDef = {
+        "Put": {
+            "TableName": resources.loans_table,
+            "Item": to_item({"pk": "T#1", "sk": "T"}),
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+    }
+    items = [put]
     dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-1")
     # When it arrives again with the same token, Then it succeeds (as in DynamoDB), writing nothing new
     dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-1")
@@ -291,7 +309,9 @@ def test_a_transaction_retried_with_its_token_succeeds_again(dynamodb, resources
         dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-2")
 
 
-def test_a_command_decided_on_another_ledger_position_is_412_after_the_replay_check(loans_api, dynamodb, resources):
+def test_a_command_decided_on_another_ledger_position_is_412_after_the_replay_check(
+    loans_api, dynamodb: DynamoDBClient, resources
+):
     # Given a journey at seq 1
     first = simulate(loans_api, "k1")
     before = scan(dynamodb, resources.loans_table)
@@ -318,7 +338,9 @@ def test_the_ledger_route_answers_where_the_journey_stands_in_one_read(loans_api
     assert ledger["lastEvent"]["snapshot"]["acceptance"]["acceptanceId"] == acceptance["acceptanceId"]
 
 
-def test_a_receipt_is_written_in_under_1_kb_and_its_replay_is_the_recorded_body(loans_api, dynamodb, resources):
+def test_a_receipt_is_written_in_under_1_kb_and_its_replay_is_the_recorded_body(
+    loans_api, dynamodb: DynamoDBClient, resources
+):
     # Given a committed simulation, whose answer carries its whole event
     first = simulate(loans_api, "k-small")
     # Then its receipt holds the body compressed to under half its size, and fits one write unit

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import urllib3
@@ -40,6 +40,9 @@ from shared import aws
 from shared.dynamo import from_item
 from shared.idempotency import Receipt
 from tests.support import ApiClient, json_of, quiet_metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef
 
 # A reply lost not at all, once (the retry replays it), or on every attempt (the agent gets a 503);
 # or attempts abandoned by the orchestrator that reach loans-api later (`late_commits`): the first
@@ -196,7 +199,8 @@ class JourneyModel(RuleBasedStateMachine):
     # -- invariants ---------------------------------------------------------------------------
 
     def _loans_items(self) -> list[dict[str, Any]]:
-        items, kwargs = [], {"TableName": self.resources.loans_table, "ConsistentRead": True}
+        items: list[dict[str, Any]] = []
+        kwargs: ScanInputTypeDef = {"TableName": self.resources.loans_table, "ConsistentRead": True}
         while True:
             page = self.dynamodb.scan(**kwargs)
             items += [from_item(i) for i in page["Items"]]

@@ -4,13 +4,16 @@ can lose responses: retries, replays, compensations and the Control Record."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from saga.local.inprocess import InProcessHttp
 from tests.integration.test_loans_api import scan
 from tests.support import AGENT_OPERATIONS, ApiClient, json_of
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
 def new_journey(orchestrator: ApiClient, customer: str = "c-1") -> Any:
@@ -324,7 +327,7 @@ def test_illegal_commands_are_409_with_the_available_actions(orchestrator, state
     assert problem["retryable"] is False
 
 
-def test_create_with_an_agent_key_is_replayed_not_duplicated(orchestrator, dynamodb, resources):
+def test_create_with_an_agent_key_is_replayed_not_duplicated(orchestrator, dynamodb: DynamoDBClient, resources):
     first = orchestrator.post("/journeys", {"customerId": "c-9"}, key="agent-create-1")
     again = orchestrator.post("/journeys", {"customerId": "c-9"}, key="agent-create-1")
     other = orchestrator.post("/journeys", {"customerId": "c-10"}, key="agent-create-1")
@@ -360,7 +363,9 @@ def test_simulate_with_an_agent_key_creates_one_quote(orchestrator, loans_http):
         ("{journey}/simulate", {"amount": 1000, "termMonths": 12.5}),
     ],
 )
-def test_bad_input_is_a_4xx_problem_and_writes_nothing(orchestrator, loans_http, dynamodb, resources, path, body):
+def test_bad_input_is_a_4xx_problem_and_writes_nothing(
+    orchestrator, loans_http, dynamodb: DynamoDBClient, resources, path, body
+):
     journey = new_journey(orchestrator)
     before = scan(dynamodb, resources.journeys_table)
     response = orchestrator.post(path.replace("{journey}", f"/journeys/{journey['journeyId']}"), body)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import SnsPublisher
@@ -15,6 +15,10 @@ from shared.events import LoanEvent
 from tests.integration.test_loans_api import scan
 from tests.integration.test_orchestrator import command, new_journey, simulate, truth
 from tests.support import json_of, quiet_metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
 
 
 def drain(stream_poller, sqs_poller, rounds: int = 20) -> None:
@@ -27,11 +31,11 @@ def record_of(orchestrator, journey) -> Any:
     return json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))
 
 
-def outbox_items(dynamodb, resources) -> list[dict]:
+def outbox_items(dynamodb: DynamoDBClient, resources) -> list[dict]:
     return [i for i in scan(dynamodb, resources.loans_table) if i["sk"].startswith("EVENT#")]
 
 
-def queue_depth(sqs, url: str) -> int:
+def queue_depth(sqs: SQSClient, url: str) -> int:
     attributes = sqs.get_queue_attributes(
         QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
     )["Attributes"]
@@ -39,7 +43,7 @@ def queue_depth(sqs, url: str) -> int:
 
 
 def test_road_one_lost_the_backstop_alone_brings_the_record_to_the_truth(
-    orchestrator, loans_api, stream_poller, sqs_poller, dynamodb, sqs, resources
+    orchestrator, loans_api, stream_poller, sqs_poller, dynamodb: DynamoDBClient, sqs: SQSClient, resources
 ):
     # Given a journey, and loans-api committing a simulation whose reply never reached the orchestrator
     journey = new_journey(orchestrator)
@@ -96,7 +100,14 @@ class CrashAfterPublish:
 
 
 def test_relay_crash_between_publish_and_mark_republishes_and_the_consumer_dedups(
-    orchestrator, loans_api, relay_settings, stream_poller, sqs_poller, sqs, resources, dynamodb
+    orchestrator,
+    loans_api,
+    relay_settings,
+    stream_poller,
+    sqs_poller,
+    sqs: SQSClient,
+    resources,
+    dynamodb: DynamoDBClient,
 ):
     # Given a relay that dies once right after publishing
     sns = aws.client("sns", resources.region, resources.endpoint_url)
@@ -141,7 +152,7 @@ def journey_events(orchestrator, loans_api) -> tuple[dict, list[LoanEvent]]:
 
 
 def test_duplicates_and_reverse_order_converge_with_nothing_in_the_dlq(
-    orchestrator, loans_api, sqs_poller, sqs, resources
+    orchestrator, loans_api, sqs_poller, sqs: SQSClient, resources
 ):
     # Given a journey's events delivered newest first, each one three times
     journey, events = journey_events(orchestrator, loans_api)
@@ -163,7 +174,7 @@ def test_duplicates_and_reverse_order_converge_with_nothing_in_the_dlq(
 
 
 def test_a_poison_message_reaches_the_dlq_after_exactly_three_receives_and_the_batch_goes_on(
-    orchestrator, loans_api, sqs_poller, sqs, resources
+    orchestrator, loans_api, sqs_poller, sqs: SQSClient, resources
 ):
     # Given valid events mixed with three kinds of poison in one queue
     journey, events = journey_events(orchestrator, loans_api)
@@ -192,7 +203,7 @@ def test_a_poison_message_reaches_the_dlq_after_exactly_three_receives_and_the_b
 
 
 def test_the_sweeper_republishes_a_stale_pending_event_and_reports_its_age(
-    orchestrator, loans_api, relay_settings, stream_poller, sqs_poller, dynamodb, resources
+    orchestrator, loans_api, relay_settings, stream_poller, sqs_poller, dynamodb: DynamoDBClient, resources
 ):
     # Given a committed event the stream never delivered (no relay ran)
     journey = new_journey(orchestrator)
@@ -223,7 +234,9 @@ def test_a_fresh_pending_event_is_left_to_the_stream(orchestrator, loans_api, re
     assert (report.pending, report.republished) == (1, 0)
 
 
-def test_the_relay_ignores_everything_but_outbox_inserts(orchestrator, loans_api, stream_poller, sqs, resources):
+def test_the_relay_ignores_everything_but_outbox_inserts(
+    orchestrator, loans_api, stream_poller, sqs: SQSClient, resources
+):
     # Given a journey with events (the stream also carries ledger, receipts, and the relay's own MODIFYs)
     journey_events(orchestrator, loans_api)
     # When the stream is read twice over
@@ -234,7 +247,7 @@ def test_the_relay_ignores_everything_but_outbox_inserts(orchestrator, loans_api
 
 
 def test_a_cancelled_transaction_leaves_no_phantom_in_the_stream(
-    orchestrator, loans_api, stream_poller, sqs, resources
+    orchestrator, loans_api, stream_poller, sqs: SQSClient, resources
 ):
     # Given a committed simulation, its replay (a transaction cancelled on the receipt) and a later commit
     journey = new_journey(orchestrator)

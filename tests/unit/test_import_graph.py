@@ -1,5 +1,6 @@
 """The cold start's import graph (issue 15): a handler module imports neither boto3's s3transfer nor the
-X-Ray SDK, and the tracer still records the handler and its AWS calls when tracing is on."""
+X-Ray SDK, and the tracer still records the handler and its AWS calls when tracing is on. Nor does it
+import the typed clients' stubs (issue 18): those are dev dependencies, for the type checker only."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 HANDLERS = [f"functions.{name}.handler" for name in ("orchestrator", "loans_api", "relay", "consumer", "auditor")]
 KEPT_OUT = ("boto3", "s3transfer", "aws_xray_sdk")
+STUBS_PREFIX = "mypy_boto3"  # mypy-boto3-dynamodb & co. (botocore-stubs is stubs only: nothing to import)
 
 
 def _run(code: str, **env: str) -> str:
@@ -29,23 +31,29 @@ def _run(code: str, **env: str) -> str:
     return done.stdout
 
 
-def test_the_guard_sees_a_module_that_imports_boto3() -> None:
-    # Given the check the handlers go through, When a module that imports boto3 is checked,
-    # Then it is reported (so an empty answer below means the modules are clean, not a blind check)
-    loaded = json.loads(
-        _run(
-            f"import sys, json, boto3.dynamodb.types; print(json.dumps([m for m in {KEPT_OUT!r} if m in sys.modules]))"
-        )
+def _kept_out_loaded(module: str) -> list[str]:
+    """What a fresh interpreter has loaded, of what a handler must not load, once it imported `module`."""
+    code = (
+        f"import sys, json, {module}; print(json.dumps(sorted(m for m in sys.modules"
+        f" if m in {KEPT_OUT!r} or m.startswith({STUBS_PREFIX!r}))))"
     )
-    assert loaded == ["boto3", "s3transfer"]
+    loaded: list[str] = json.loads(_run(code))
+    return loaded
+
+
+def test_the_guard_sees_a_module_that_imports_boto3_or_a_stub() -> None:
+    # Given the check the handlers go through, When a module that imports boto3 (or a typed client's
+    # stub module) is checked, Then it is reported (so an empty answer below means the modules are
+    # clean, not a blind check)
+    assert _kept_out_loaded("boto3.dynamodb.types") == ["boto3", "s3transfer"]
+    assert STUBS_PREFIX + "_dynamodb" in _kept_out_loaded("mypy_boto3_dynamodb")
 
 
 @pytest.mark.parametrize("module", HANDLERS)
 def test_a_handler_module_imports_neither_s3transfer_nor_the_xray_sdk(module: str) -> None:
     # Given a fresh interpreter, When it imports the handler module (as Lambda's init does),
-    # Then none of boto3, s3transfer, aws_xray_sdk is loaded
-    code = f"import sys, json, {module}; print(json.dumps([m for m in {KEPT_OUT!r} if m in sys.modules]))"
-    assert json.loads(_run(code)) == []
+    # Then none of boto3, s3transfer, aws_xray_sdk, nor any typed-client stub module is loaded
+    assert _kept_out_loaded(module) == []
 
 
 def test_tracing_on_records_the_handler_and_its_dynamodb_call_with_the_sdk_imported_at_first_call() -> None:

@@ -25,7 +25,19 @@ def answer_when_the_route_raises(error: Exception) -> tuple[int, dict]:
 
 
 def client_error(code: str, status: int) -> ClientError:
-    return ClientError({"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "PutItem")
+    return ClientError(
+        {
+            "Error": {"Code": code},
+            "ResponseMetadata": {
+                "RequestId": "r-1",
+                "HostId": "",
+                "HTTPStatusCode": status,
+                "HTTPHeaders": {},
+                "RetryAttempts": 0,
+            },
+        },
+        "PutItem",
+    )
 
 
 @pytest.mark.parametrize(
