@@ -3,18 +3,22 @@ answers, page for page, and never lists the whole table to do it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from moto.dynamodb.models.table import Table
 
 from saga.local import moto_queries
+from saga.local.moto_server import MotoServer
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 TABLE = "queries"
 
 
 @pytest.fixture
-def table(moto_server, dynamodb) -> str:
+def table(moto_server: MotoServer, dynamodb: DynamoDBClient) -> str:
     # Given a table with a sparse index, several partitions of several items each, and items without
     # the index's keys
     dynamodb.create_table(
@@ -71,20 +75,22 @@ QUERIES: list[dict[str, Any]] = [
 ]
 
 
-def pages(dynamodb: Any, query: dict[str, Any]) -> list[dict[str, Any]]:
+def pages(dynamodb: DynamoDBClient, query: dict[str, Any]) -> list[dict[str, Any]]:
     """Every page of a query, following LastEvaluatedKey."""
-    answers, start = [], None
+    answers: list[dict[str, Any]] = []
+    arguments: dict[str, Any] = {"TableName": TABLE, **query}
     while True:
-        answer = dynamodb.query(TableName=TABLE, **query, **({"ExclusiveStartKey": start} if start else {}))
-        answer.pop("ResponseMetadata")
+        answer = {k: v for k, v in dynamodb.query(**arguments).items() if k != "ResponseMetadata"}
         answers.append(answer)
-        start = answer.get("LastEvaluatedKey")
-        if not start:
+        if "LastEvaluatedKey" not in answer:
             return answers
+        arguments["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=lambda q: q["KeyConditionExpression"] + q.get("IndexName", ""))
-def test_a_patched_query_answers_every_page_as_moto_does(table, dynamodb, query, monkeypatch):
+def test_a_patched_query_answers_every_page_as_moto_does(
+    table: str, dynamodb: DynamoDBClient, query: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # When the query is answered by the patched Query, and then by moto's own
     patched = pages(dynamodb, query)
     monkeypatch.setattr(Table, "query", moto_queries._original_query)
@@ -94,7 +100,9 @@ def test_a_patched_query_answers_every_page_as_moto_does(table, dynamodb, query,
     assert sum(page["Count"] for page in patched) > 0 or "nobody" in str(query)
 
 
-def test_a_patched_query_never_lists_the_whole_table(table, dynamodb, monkeypatch):
+def test_a_patched_query_never_lists_the_whole_table(
+    table: str, dynamodb: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given a spy on moto's listing of every item
     listed: list[str] = []
     every_item = Table.all_items
