@@ -217,11 +217,11 @@ def state_of(result: Result) -> str:
 
 
 class FakeOrchestratorApi:
-    """The MCP server's port to the orchestrator (saga.mcp_server.OrchestratorApi), scripted: `replies`
+    """The MCP server's port to the orchestrator (saga.orchestrator_api.OrchestratorApi), scripted: `replies`
     answer in order (an exception is raised instead of answered), then `default`; every request is kept."""
 
     def __init__(self, document: dict[str, Any], default: Any = None) -> None:
-        from saga.mcp_server import ApiReply
+        from saga.orchestrator_api import ApiReply
 
         self.document = document
         self.default = default if default is not None else ApiReply(200, {"journeyId": "j1", "currentState": "created"})
@@ -229,7 +229,7 @@ class FakeOrchestratorApi:
         self.requests: list[Any] = []
 
     def send(self, request: Any) -> Any:
-        from saga.mcp_server import DOCUMENT_PATH, ApiReply
+        from saga.orchestrator_api import DOCUMENT_PATH, ApiReply
 
         if request.path == DOCUMENT_PATH:
             return ApiReply(200, self.document)

@@ -13,13 +13,12 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from saga.local.apigw import LambdaContextStub
+from shared.entry_points import Handler
 
 logger = Logger(service="saga-local", child=True)
 
-BatchHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
-
-def _failed_ids(handler: BatchHandler, event: dict[str, Any], function_name: str) -> tuple[set[str], bool]:
+def _failed_ids(handler: Handler, event: dict[str, Any], function_name: str) -> tuple[set[str], bool]:
     """Invoke; returns (ids reported as failed, whether the function itself errored)."""
     try:
         response = handler(event, LambdaContextStub(function_name)) or {}
@@ -36,7 +35,7 @@ class StreamPoller:
         self,
         streams: Any,
         stream_arn: str,
-        handler: BatchHandler,
+        handler: Handler,
         function_name: str = "relay",
         batch_size: int = 100,
         max_retries: int = 3,
@@ -126,7 +125,7 @@ class SqsPoller:
         sqs: Any,
         queue_url: str,
         queue_arn: str,
-        handler: BatchHandler,
+        handler: Handler,
         function_name: str = "consumer",
         batch_size: int = 10,
         redelivery_seconds: int | None = None,
