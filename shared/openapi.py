@@ -31,8 +31,7 @@ _ALLOW = {"description": "The methods this path answers.", "schema": {"type": "s
 
 
 class Health(BaseModel):
-    """What GET /health answers while the API is up."""
-
+    # What GET /health answers while the API is up (no docstring: it would become the schema's description).
     status: str = Field(description="`ok`.")
 
 

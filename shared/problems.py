@@ -164,7 +164,7 @@ class FieldError(BaseModel):
 
 
 class ProblemDetails(BaseModel):
-    """RFC 9457 problem details, as every error response of both APIs carries them (`problem_body`)."""
+    """RFC 9457 problem details, as every error response of both APIs carries them."""
 
     type: str = Field(description="A URI naming the kind of problem.")
     title: str
