@@ -4,6 +4,7 @@ integration) would put it: each request becomes a proxy event, the handler's res
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -74,6 +75,14 @@ class _Server(ThreadingHTTPServer):
     # socketserver's default listen backlog is 5: a burst of concurrent agents would be reset.
     request_queue_size = 128
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A caller that went away (an agent's timeout, a cut reply) is routine: one line, not a traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):
+            logger.info("caller went away", extra={"client": client_address, "error": repr(error)})
+            return
+        super().handle_error(request, client_address)
 
 
 class ApiServer(ThreadedHttpServer):

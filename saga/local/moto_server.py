@@ -8,16 +8,23 @@ chosen calls with the errors real AWS gives and moto never does (aws_faults)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import multiprocessing
+import signal
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from multiprocessing.connection import Connection
 from typing import Any
 
 import urllib3
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from saga.local import moto_transactions
-from saga.local.aws_faults import AwsFaultInjector, FaultRule
+from saga.local import moto_queries, moto_transactions
+from saga.local.aws_faults import CONTROL_PATH, AwsFaultInjector, FaultRule
 
 
 class _Serialized:
@@ -46,6 +53,7 @@ class MotoServer:
         fault_seed: int | None = None,
     ) -> None:
         moto_transactions.install()
+        moto_queries.install()
         self._host = host
         self.faults = AwsFaultInjector(_Serialized(DomainDispatcherApplication(create_backend_app)), faults, fault_seed)
         app = self.faults
@@ -53,8 +61,12 @@ class MotoServer:
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
 
     @property
+    def port(self) -> int:
+        return self._server.server_port
+
+    @property
     def url(self) -> str:
-        return f"http://{self._host}:{self._server.server_port}"
+        return f"http://{self._host}:{self.port}"
 
     def start(self) -> MotoServer:
         self._thread.start()
@@ -68,3 +80,86 @@ class MotoServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+class AwsFaultsClient:
+    """The fault rules of an endpoint in another process, through its control API (CONTROL_PATH)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = f"{url}{CONTROL_PATH}"
+
+    def add(self, rule: FaultRule) -> None:
+        self._call("POST", json.dumps(asdict(rule)).encode())
+
+    def clear(self) -> None:
+        self._call("DELETE")
+
+    @property
+    def injected(self) -> Counter[str]:
+        """How many of each fault ("service:Operation:Kind") the endpoint has answered so far."""
+        return Counter(self._call("GET")["injected"])
+
+    def _call(self, method: str, body: bytes | None = None) -> dict[str, Any]:
+        response = urllib3.request(method, self._url, body=body, timeout=10)
+        if response.status != 200:
+            raise RuntimeError(f"{method} {self._url}: {response.status} {response.data[:200]!r}")
+        answer: dict[str, Any] = response.json()
+        return answer
+
+
+class MotoProcess:
+    """The same endpoint (MotoServer, faults and all) in a child process of its own. The local runtime
+    uses it so that the AWS calls of every function do not queue for one interpreter lock behind the
+    pollers, the fault proxy and the callers in the parent: served in-process, a thousand-journey soak
+    was bound by one core while the other idled. The child ends with its parent (it waits on a pipe)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, fault_seed: int | None = None) -> None:
+        self._host, self._port, self._seed = host, port, fault_seed
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._pipe: Connection | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self._port}"
+
+    @property
+    def faults(self) -> AwsFaultsClient:
+        return AwsFaultsClient(self.url)
+
+    def start(self, timeout: float = 60.0) -> MotoProcess:
+        context = multiprocessing.get_context("spawn")
+        self._pipe, child_end = context.Pipe()
+        self._process = context.Process(
+            target=_serve, args=(self._host, self._port, self._seed, child_end), name="moto", daemon=True
+        )
+        self._process.start()
+        child_end.close()
+        if not self._pipe.poll(timeout):
+            self.stop()
+            raise RuntimeError(f"the moto endpoint did not start within {timeout} s")
+        self._port = self._pipe.recv()
+        return self
+
+    def reset(self) -> None:
+        """Forget every resource."""
+        urllib3.request("POST", f"{self.url}/moto-api/reset")
+
+    def stop(self) -> None:
+        if self._pipe is not None:
+            self._pipe.close()  # the child sees EOF and stops serving
+        if self._process is not None:
+            self._process.join(timeout=5)
+            if self._process.is_alive():
+                self._process.terminate()
+                self._process.join(timeout=5)
+
+
+def _serve(host: str, port: int, seed: int | None, parent: Connection) -> None:
+    """The child's whole life: serve until the parent closes the pipe or dies. Ctrl-C reaches the whole
+    process group: the parent stops its pollers first, and this endpoint last (LocalRuntime.stop)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server = MotoServer(host, port, fault_seed=seed).start()
+    parent.send(server.port)
+    with contextlib.suppress(EOFError, OSError):
+        parent.recv()
+    server.stop()

@@ -28,10 +28,10 @@ from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import EventPublisher
 from functions.relay.settings import RelaySettings
 from saga.local.apigw import proxy_event
-from saga.local.aws_faults import AwsFaultInjector, FaultRule
+from saga.local.aws_faults import FaultRule
 from saga.local.containers import ContainerPool
 from saga.local.http_server import ApiServer
-from saga.local.moto_server import MotoServer
+from saga.local.moto_server import AwsFaultsClient, MotoProcess
 from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws, entry_points
@@ -103,7 +103,7 @@ def _with_metrics_flushed(handler: Handler, metrics: Metrics) -> Handler:
 class LocalRuntime:
     def __init__(self, config: RuntimeConfig) -> None:
         self.config = config
-        self._moto: MotoServer | None = None
+        self._moto: MotoProcess | None = None
         self._servers: list[ApiServer] = []
         self._loops: list[PollingLoop] = []
         self._pools: list[ContainerPool] = []
@@ -115,8 +115,7 @@ class LocalRuntime:
 
     def start(self) -> LocalRuntime:
         c = self.config
-        self._moto = MotoServer(c.host, c.aws_port, fault_seed=c.aws_fault_seed).start()
-        self._moto.reset()  # a fresh start: moto's state is per process, not per server
+        self._moto = MotoProcess(c.host, c.aws_port, fault_seed=c.aws_fault_seed).start()
         resources = self.resources = provision(self._moto.url, c.region)
         endpoint = resources.endpoint_url
         self._probe = aws.client(
@@ -258,7 +257,7 @@ class LocalRuntime:
         return True
 
     @property
-    def aws_faults(self) -> AwsFaultInjector | None:
+    def aws_faults(self) -> AwsFaultsClient | None:
         return None if self._moto is None else self._moto.faults
 
     @property

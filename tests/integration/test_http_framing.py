@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,3 +96,19 @@ def test_an_unknown_transfer_coding_is_501(server):
     raw = b"POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"
     [(status, _, _)] = responses(exchange(server, raw))
     assert status == 501
+
+
+def test_a_caller_that_resets_mid_request_leaves_one_log_line_not_a_traceback(server, capfd):
+    # Given a caller that sends half a request line, then resets the connection (as a cut reply does)
+    host, port = server.url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=3)
+    sock.sendall(b"POST /x HT")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+    # When the next caller sends a whole request
+    answered = responses(
+        exchange(server, b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    )
+    # Then it is served, and the reset left no traceback behind
+    assert [status for status, _, _ in answered] == [200]
+    assert "Traceback" not in capfd.readouterr().err
