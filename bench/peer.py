@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
     IdempotencyConfig,
@@ -22,7 +22,10 @@ from functions.loans_api import domain
 from functions.loans_api.domain import Change, Ledger
 from shared import aws, problems
 from shared.dynamo import from_item, to_item
+from shared.entry_points import Handler
 from shared.events import LoanEvent
+from shared.guards import guarded
+from shared.resolver import Resolver
 
 PEER_TABLE = "peer-loans"
 PEER_IDEMPOTENCY_TABLE = "peer-idempotency"
@@ -43,7 +46,7 @@ def create_tables(endpoint_url: str, region: str = "us-east-1") -> None:
     )  # fmt: skip
 
 
-def build(endpoint_url: str, topic_arn: str, region: str = "us-east-1") -> problems.Handler:
+def build(endpoint_url: str, topic_arn: str, region: str = "us-east-1") -> Handler:
     dynamodb = aws.client("dynamodb", region, endpoint_url)
     sns = aws.client("sns", region, endpoint_url)
     persistence = DynamoDBPersistenceLayer(table_name=PEER_IDEMPOTENCY_TABLE, boto3_client=dynamodb)
@@ -88,7 +91,7 @@ def build(endpoint_url: str, topic_arn: str, region: str = "us-east-1") -> probl
             change = domain.create_disbursement(ledger, command["acceptanceId"], now)
         return persist(change)
 
-    app = APIGatewayRestResolver()
+    app = Resolver()
     problems.install(app)
 
     def run(op: str) -> Response[str]:
@@ -100,4 +103,4 @@ def build(endpoint_url: str, topic_arn: str, region: str = "us-east-1") -> probl
     app.post("/simulations")(lambda: run("simulate"))
     app.post("/acceptances")(lambda: run("accept"))
     app.post("/disbursements")(lambda: run("disburse"))
-    return problems.guarded(app)
+    return guarded(app)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
+
+from infra.event_sources import run_every
 
 AUDIT_EVERY = Duration.minutes(5)
 
@@ -29,10 +29,5 @@ class JourneyAudit(Construct):
         super().__init__(scope, construct_id)
         function.add_environment("LOANS_TABLE_NAME", loans_table.table_name)
         function.add_environment("JOURNEYS_TABLE_NAME", journeys_table.table_name)
-        events.Rule(
-            self,
-            "AuditSchedule",
-            schedule=events.Schedule.rate(AUDIT_EVERY),
-            targets=[targets.LambdaFunction(function)],
-            description="Compare the Control Records of recently changed journeys with loans-api's ledgers",
-        )
+        purpose = "Compare the Control Records of recently changed journeys with loans-api's ledgers"
+        run_every(self, "AuditSchedule", AUDIT_EVERY, function, purpose)

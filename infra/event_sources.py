@@ -9,19 +9,16 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from shared.capacity import DEFAULT_CAPACITY
+from infra.functions import SagaFunctions
+from infra.messaging import Messaging
+from shared.capacity import DEFAULT_CAPACITY, Capacity
 from shared.outbox import EVENT_PREFIX
 
 RELAY_BATCH_SIZE = 100
 RELAY_RETRIES = 5
 CONSUMER_BATCH_SIZE = 10
-# The consumer's concurrency and the relay's parallelization factor come from the stack's target rate
-# (shared/capacity.py); these are the defaults'.
-CONSUMER_MAX_CONCURRENCY = DEFAULT_CAPACITY.consumer_max_concurrency
-RELAY_PARALLELIZATION_FACTOR = DEFAULT_CAPACITY.relay_parallelization_factor
 SWEEP_EVERY = Duration.minutes(1)
 
 
@@ -32,14 +29,13 @@ class EventSources(Construct):
         construct_id: str,
         *,
         loans_table: dynamodb.ITable,
-        relay: lambda_.IFunction,
-        relay_failures: sqs.IQueue,
-        queue: sqs.IQueue,
-        consumer: lambda_.IFunction,
-        sweeper: lambda_.IFunction,
-        consumer_max_concurrency: int = CONSUMER_MAX_CONCURRENCY,
-        relay_parallelization_factor: int = RELAY_PARALLELIZATION_FACTOR,
+        functions: SagaFunctions,
+        messaging: Messaging,
+        capacity: Capacity = DEFAULT_CAPACITY,
     ) -> None:
+        """The relay, the consumer and the sweeper of `functions`, driven by the loans table's stream,
+        `messaging`'s queue and a schedule; the consumer's concurrency and the relay's parallelization
+        factor come from the stack's target rate (`capacity`, shared/capacity.py)."""
         super().__init__(scope, construct_id)
         # The filter keeps the relay's own NOTIFIED updates (MODIFY) and every non-outbox item away;
         # the relay checks the same in code for endpoints without filters.
@@ -49,7 +45,7 @@ class EventSources(Construct):
                 "dynamodb": {"Keys": {"sk": {"S": lambda_.FilterRule.begins_with(EVENT_PREFIX)}}},
             }
         )
-        relay.add_event_source(
+        functions.relay.add_event_source(
             sources.DynamoEventSource(
                 loans_table,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
@@ -58,23 +54,31 @@ class EventSources(Construct):
                 retry_attempts=RELAY_RETRIES,
                 max_record_age=Duration.hours(24),
                 report_batch_item_failures=True,
-                on_failure=sources.SqsDlq(relay_failures),
+                on_failure=sources.SqsDlq(messaging.relay_failures),
                 filters=[outbox_inserts],
-                parallelization_factor=relay_parallelization_factor,
+                parallelization_factor=capacity.relay_parallelization_factor,
             )
         )
-        consumer.add_event_source(
+        functions.consumer.add_event_source(
             sources.SqsEventSource(
-                queue,
+                messaging.queue,
                 batch_size=CONSUMER_BATCH_SIZE,
                 report_batch_item_failures=True,
-                max_concurrency=consumer_max_concurrency,
+                max_concurrency=capacity.consumer_max_concurrency,
             )
         )
-        events.Rule(
-            self,
-            "SweepSchedule",
-            schedule=events.Schedule.rate(SWEEP_EVERY),
-            targets=[targets.LambdaFunction(sweeper)],
-            description="Republish stale outbox events and report the outbox's age",
-        )
+        purpose = "Republish stale outbox events and report the outbox's age"
+        run_every(self, "SweepSchedule", SWEEP_EVERY, functions.sweeper, purpose)
+
+
+def run_every(
+    scope: Construct, construct_id: str, rate: Duration, function: lambda_.IFunction, description: str
+) -> events.Rule:
+    """An EventBridge schedule that invokes `function` every `rate` (the sweeper's, the audit's)."""
+    return events.Rule(
+        scope,
+        construct_id,
+        schedule=events.Schedule.rate(rate),
+        targets=[targets.LambdaFunction(function)],
+        description=description,
+    )

@@ -1,7 +1,10 @@
 """The dashboard an operator reads and the alarms that wake them: outbox age, DLQ depth, iterator
 age, the events queue's age, publish failures, the roads' outcomes, API health and the functions'.
 Alarms (and their recoveries) go to a topic CloudWatch may publish to; `alarm_email` subscribes a
-person to it."""
+person to it.
+
+One module, though long: the dashboard and the alarms are built from the same metrics (what alarms is
+what is charted, named once), and most of the length is the list of widgets and alarms itself."""
 
 from __future__ import annotations
 

@@ -91,16 +91,7 @@ class LoanSagaStack(Stack):
             outbox_worker.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
 
         EventSources(
-            self,
-            "EventSources",
-            loans_table=data.loans,
-            relay=fns.relay,
-            relay_failures=messaging.relay_failures,
-            queue=messaging.queue,
-            consumer=fns.consumer,
-            sweeper=fns.sweeper,
-            consumer_max_concurrency=capacity.consumer_max_concurrency,
-            relay_parallelization_factor=capacity.relay_parallelization_factor,
+            self, "EventSources", loans_table=data.loans, functions=fns, messaging=messaging, capacity=capacity
         )
         JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys)
         functions = {

@@ -9,8 +9,9 @@ transport retries, so a retried call never doubles an effect. Operations without
 disburse, cancel) are idempotent by nature: a repeat answers the record with `Idempotent-Replayed`.
 
 Layers: `OrchestratorApi` is the port to the HTTP API (`HttpOrchestratorApi`, urllib3, optionally
-SigV4-signed for a deployed stack); `JourneyTools` is what a tool call does (synchronous, no MCP types
-but the results); `create_server` maps MCP requests onto it; `build` is the composition root.
+SigV4-signed for a deployed stack; saga/orchestrator_api.py); `JourneyTools` is what a tool call does
+(synchronous, no MCP types but the results; saga/journey_tools.py); `create_server` here maps MCP
+requests onto it; `build` is the composition root.
 """
 
 from __future__ import annotations
@@ -19,10 +20,7 @@ import json
 import logging
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -31,17 +29,13 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from functions.orchestrator.loans_client import HttpRequester, JsonHttpEndpoint, SigV4Signer
-from saga.openapi_tools import KEY_ARGUMENT, InvalidArguments, Operation, operations
-from shared.idempotency import HEADER as KEY_HEADER
-from shared.idempotency import REPLAYED_HEADER
-from shared.problems import problem_body
+from functions.orchestrator.loans_client import HttpRequester, SigV4Signer
+from saga.journey_tools import JourneyTools, ToolOutcome, problem
+from saga.openapi_tools import KEY_ARGUMENT
+from saga.orchestrator_api import HttpOrchestratorApi, TransportRetry, fetch_document
 
 logger = logging.getLogger("saga.mcp")
 
-DOCUMENT_PATH = "/openapi.json"
-EXCLUDED_OPERATIONS = ("health",)
-GET_OPERATION = "getJourney"
 RESOURCE_TEMPLATE = "journey://{journeyId}"
 RESOURCE_SCHEME = "journey://"
 SERVER_NAME = "loan-saga"
@@ -51,306 +45,6 @@ acceptSimulation, disburseLoan (or cancelJourney). Every result is the journey's
 line says which tools are legal next and with which arguments. Errors are problem documents: when
 `retryable` is true, repeat the same call with the same idempotencyKey; on 409, pick one of its
 `availableActions`. disburseLoan moves money and cannot be undone: confirm with the user first."""
-
-# What the document cannot say: how a call changes the world (MCP tool annotations, hints a client
-# uses to decide what needs a human's confirmation). Read-only is derived from GET for any operation.
-_CLOSED_WORLD = {"open_world_hint": False}
-ANNOTATIONS: dict[str, dict[str, Any]] = {
-    "createJourney": {"destructive_hint": False, "idempotent_hint": False},
-    # Supersedes the current quote and cancels an acceptance in the same step.
-    "simulateLoan": {"destructive_hint": True, "idempotent_hint": False},
-    "acceptSimulation": {"destructive_hint": False, "idempotent_hint": True},
-    # Moves money, once per journey, ever: a client should ask before calling it.
-    "disburseLoan": {"destructive_hint": True, "idempotent_hint": True},
-    "cancelJourney": {"destructive_hint": True, "idempotent_hint": True},
-}
-CONFIRM = {"disburseLoan": "Irreversible: it moves money. Confirm with the user before calling it."}
-
-
-# -- the port to the orchestrator's HTTP API -----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ApiRequest:
-    method: str
-    path: str
-    body: dict[str, Any] | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ApiReply:
-    status: int
-    body: Any  # the JSON answer, or the text of one that is not JSON
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def replayed(self) -> bool:
-        return str(self.headers.get(REPLAYED_HEADER, self.headers.get(REPLAYED_HEADER.lower(), ""))).lower() == "true"
-
-
-class ApiUnreachable(Exception):
-    """The request may or may not have reached the API (refused, reset, timed out): retry it, with its key."""
-
-
-class OrchestratorApi(Protocol):
-    def send(self, request: ApiRequest) -> ApiReply:
-        """One attempt; ApiUnreachable when the transport failed."""
-        ...
-
-
-class HttpOrchestratorApi(JsonHttpEndpoint):
-    """OrchestratorApi over HTTP(S) with urllib3: one attempt per call (JourneyTools retries), signed with
-    SigV4 (service execute-api) when a signer is given."""
-
-    def send(self, request: ApiRequest) -> ApiReply:
-        headers = {"Accept": "application/json", **request.headers}
-        if request.body is not None:
-            headers["Content-Type"] = "application/json"
-        try:
-            response = self._request(request.method, request.path, request.body, headers)
-        except urllib3.exceptions.HTTPError as error:
-            raise ApiUnreachable(f"{type(error).__name__}: {error}") from error
-        try:
-            payload: Any = json.loads(response.data) if response.data else None
-        except ValueError:
-            payload = response.data.decode(errors="replace")
-        return ApiReply(response.status, payload, dict(response.headers))
-
-
-# -- what a tool call does -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TransportRetry:
-    """The server's own retries of a transport failure, each with the same request and key. The API's
-    own answers are never retried here: a 503 problem already spent the orchestrator's retry budget,
-    and the model decides from its `retryable`."""
-
-    attempts: int = 3
-    base_delay_seconds: float = 0.5
-
-    def delays(self) -> list[float]:
-        return [self.base_delay_seconds * 2**attempt for attempt in range(self.attempts - 1)]
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """A tool call's answer: the JSON document (a Control Record, or a problem), the guidance line."""
-
-    document: dict[str, Any]
-    guidance: str
-    is_error: bool
-    status: int | None = None
-    replayed: bool = False
-    idempotency_key: str | None = None
-
-
-def problem(status: int, slug: str, title: str, detail: str, retryable: bool, **extensions: Any) -> dict[str, Any]:
-    """A problem document of the same shape (and type URNs) as the APIs' own."""
-    return json.loads(problem_body(status, slug, title, detail, retryable, **extensions))  # type: ignore[no-any-return]
-
-
-class UnreadableDocument(Exception):
-    """The orchestrator's OpenAPI document could not be fetched or read."""
-
-
-def fetch_document(api: OrchestratorApi, retry: TransportRetry, sleep: Callable[[float], None]) -> dict[str, Any]:
-    """The orchestrator's OpenAPI document, the source of every tool."""
-    delays = retry.delays()
-    while True:
-        try:
-            reply = api.send(ApiRequest("GET", DOCUMENT_PATH))
-            break
-        except ApiUnreachable as error:
-            if not delays:
-                raise UnreadableDocument(f"unreachable: {error}") from error
-            sleep(delays.pop(0))
-    if reply.status != 200 or not isinstance(reply.body, dict) or not isinstance(reply.body.get("paths"), dict):
-        raise UnreadableDocument(f"GET {DOCUMENT_PATH} answered {reply.status}: {str(reply.body)[:300]}")
-    return reply.body
-
-
-class JourneyTools:
-    """The orchestrator's operations as tools: list them, call one, read a journey."""
-
-    def __init__(
-        self,
-        api: OrchestratorApi,
-        document: Mapping[str, Any],
-        retry: TransportRetry | None = None,
-        new_key: Callable[[], str] = lambda: f"mcp-{uuid.uuid4()}",
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._api = api
-        self._operations = {op.operation_id: op for op in operations(document, exclude=EXCLUDED_OPERATIONS)}
-        self._retry = retry or TransportRetry()
-        self._new_key = new_key
-        self._sleep = sleep
-        self.journeys: dict[str, str] = {}  # journeyId -> its last known state, for resources/list
-
-    @property
-    def operations(self) -> list[Operation]:
-        return list(self._operations.values())
-
-    def tools(self) -> list[types.Tool]:
-        return [self._tool(op) for op in self._operations.values()]
-
-    def _tool(self, op: Operation) -> types.Tool:
-        hints: dict[str, Any] = {"read_only_hint": True} if op.method == "GET" else ANNOTATIONS.get(op.operation_id, {})
-        description = op.description
-        if op.operation_id in CONFIRM:
-            description = f"{CONFIRM[op.operation_id]}\n\n{description}"
-        if op.takes_key:
-            description += (
-                f"\n\nOptional `{KEY_ARGUMENT}`: repeat a call with the same value and it changes nothing; "
-                "without one, this server makes one per call (its result names it)."
-            )
-        return types.Tool(
-            name=op.operation_id,
-            title=op.title,
-            description=description,
-            input_schema=op.input_schema,
-            output_schema=op.output_schema,
-            annotations=types.ToolAnnotations(title=op.title, **{**_CLOSED_WORLD, **hints}),
-        )
-
-    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
-        """Call one tool; every failure is an outcome with a problem document, never an exception."""
-        op = self._operations.get(name)
-        if op is None:
-            known = ", ".join(self._operations)
-            document = problem(404, "unknown-tool", "Unknown tool", f"no tool {name!r}; the tools: {known}", False)
-            return ToolOutcome(document, f"error: no tool {name!r}; call one of: {known}", True, 404)
-        try:
-            call = op.request(arguments)
-        except InvalidArguments as error:
-            document = problem(
-                422, "invalid-arguments", "Invalid tool arguments", str(error), False, errors=error.errors
-            )
-            return ToolOutcome(document, f"error (not retryable): fix the arguments: {error}", True, 422)
-        key = None
-        headers = dict(call.headers)
-        if op.takes_key:
-            key = str(arguments.get(KEY_ARGUMENT) or self._new_key())
-            headers[KEY_HEADER] = key
-        request = ApiRequest(call.method, call.path, call.body, headers)
-        try:
-            reply = self._send(request, retry_safe=op.method == "GET" or op.takes_key or self._idempotent(op))
-        except ApiUnreachable as error:
-            again = f"repeat the same call with {KEY_ARGUMENT}={key!r}" if key else "repeat the same call"
-            extensions = {KEY_ARGUMENT: key} if key else {}
-            document = problem(
-                503,
-                "orchestrator-unreachable",
-                "The orchestrator did not answer",
-                f"{error} (after {self._retry.attempts} attempts; the call may or may not have taken effect)",
-                True,
-                **extensions,
-            )
-            return ToolOutcome(document, f"error (retryable): no answer; {again}: it is safe", True, 503, False, key)
-        return self._outcome(op, reply, key)
-
-    def read_journey(self, journey_id: str) -> ToolOutcome:
-        """The journey's Control Record, as the get operation answers it."""
-        op = self._operations.get(GET_OPERATION)
-        if op is None or len(op.path_parameters) != 1:
-            document = problem(501, "no-get-operation", "Cannot read journeys", "the API has no getJourney", False)
-            return ToolOutcome(document, "error: the API document has no getJourney operation", True, 501)
-        return self.call(GET_OPERATION, {op.path_parameters[0]: journey_id})
-
-    def _idempotent(self, op: Operation) -> bool:
-        return bool(ANNOTATIONS.get(op.operation_id, {}).get("idempotent_hint"))
-
-    def _send(self, request: ApiRequest, retry_safe: bool) -> ApiReply:
-        delays = self._retry.delays() if retry_safe else []
-        while True:
-            try:
-                return self._api.send(request)
-            except ApiUnreachable:
-                if not delays:
-                    raise
-                self._sleep(delays.pop(0))
-
-    def _outcome(self, op: Operation, reply: ApiReply, key: str | None) -> ToolOutcome:
-        body = reply.body
-        if 200 <= reply.status < 300 and isinstance(body, dict):
-            journey_id = body.get("journeyId")
-            if isinstance(journey_id, str):
-                self.journeys[journey_id] = str(body.get("currentState"))
-            lines = [self._record_guidance(body)]
-            if reply.replayed:
-                lines.insert(0, "replayed: this call had already been made; nothing changed.")
-            if key:
-                lines.append(f"{KEY_ARGUMENT} used: {key}")
-            return ToolOutcome(body, " ".join(lines), False, reply.status, reply.replayed, key)
-        document = body if _is_problem(body) else _as_problem(reply)
-        return ToolOutcome(document, self._problem_guidance(document, key), True, reply.status, reply.replayed, key)
-
-    def _record_guidance(self, record: Mapping[str, Any]) -> str:
-        state = record.get("currentState")
-        actions = self.next_actions(record.get("availableActions") or [])
-        if not actions:
-            return f"journey {record.get('journeyId')} is {state}; no action is legal now (the journey is final)."
-        return f"journey {record.get('journeyId')} is {state}; next legal actions: {actions}."
-
-    def _problem_guidance(self, document: Mapping[str, Any], key: str | None) -> str:
-        said = f"error {document.get('status')} ({document.get('title')}): {document.get('detail')}"
-        if document.get("retryable"):
-            again = f" with {KEY_ARGUMENT}={key!r}" if key else ""
-            return f"{said}. Retryable: repeat the same call{again}."
-        if "availableActions" in document:
-            actions = self.next_actions(document.get("availableActions") or [])
-            return f"{said}. Not retryable; legal now: {actions or 'nothing (the journey is final)'}."
-        return f"{said}. Not retryable: change the input or take another action."
-
-    def next_actions(self, available: Iterable[Any]) -> str:
-        """`availableActions` as tool calls: `accept -> acceptSimulation(journey_id='...')`."""
-        described = []
-        for action in available:
-            if not isinstance(action, Mapping):
-                continue
-            op, arguments = self._operation_for(action)
-            name = action.get("name") or action.get("operationId")
-            if op is None:
-                described.append(f"{name} ({action.get('method')} {action.get('href')})")
-                continue
-            spelled = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
-            described.append(f"{name} -> {op.operation_id}({spelled})")
-        return "; ".join(described)
-
-    def _operation_for(self, action: Mapping[str, Any]) -> tuple[Operation | None, dict[str, str]]:
-        """The operation a link points to: by its operationId when it names one, else by method and href."""
-        href = str(action.get("href", ""))
-        candidates = [self._operations[action["operationId"]]] if action.get("operationId") in self._operations else []
-        candidates += [op for op in self._operations.values() if op.method == str(action.get("method", "")).upper()]
-        for op in candidates:
-            arguments = op.path_arguments(href)
-            if arguments is not None:
-                return op, arguments
-        return None, {}
-
-
-def _is_problem(body: Any) -> bool:
-    return isinstance(body, dict) and isinstance(body.get("status"), int) and "title" in body
-
-
-def _as_problem(reply: ApiReply) -> dict[str, Any]:
-    """An answer that is not a problem document (API Gateway's own errors: 403 on a bad signature, 429
-    when throttled, 504 when the function timed out), as one."""
-    body = reply.body
-    detail = body.get("message") if isinstance(body, dict) else None
-    retryable = reply.status in (429, 502, 503, 504)
-    return problem(
-        reply.status,
-        "gateway",
-        f"The API answered {reply.status}",
-        str(detail or body or "no body")[:500],
-        retryable,
-    )
-
-
-# -- the MCP server ------------------------------------------------------------------------------
 
 
 def _text(outcome: ToolOutcome) -> list[types.TextContent]:
@@ -431,9 +125,6 @@ def create_server(tools: JourneyTools) -> Server[Any]:
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
-
-
-# -- composition root and transports -------------------------------------------------------------
 
 
 def build(api_url: str, region: str | None = None, signed: bool = False) -> JourneyTools:

@@ -3,6 +3,12 @@ deploys them, and the local runtime invokes the very same ones in its containers
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+# The shape of every entry point: Lambda's event and context in, the function's answer out.
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
 LOANS_API = "functions.loans_api.handler.lambda_handler"
 ORCHESTRATOR = "functions.orchestrator.handler.lambda_handler"
 RELAY = "functions.relay.handler.lambda_handler"

@@ -63,3 +63,8 @@ class UpstreamUnavailable(DomainError):
 
 class UpstreamRejected(DomainError):
     """A dependency refused a request in a way this service did not expect."""
+
+
+class InvariantBroken(DomainError):
+    """The service's own state contradicts itself (a state that promises a part without it): a bug or
+    corrupt data, which repeating the request cannot mend."""

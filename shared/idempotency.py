@@ -57,6 +57,16 @@ def _canonical(value: Any) -> str:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """What a command answers: its status and body; `replayed` when they are the recorded answer of an
+    earlier request (or a command whose effect already stands), sent with `Idempotent-Replayed: true`."""
+
+    status: int
+    body: str
+    replayed: bool = False
+
+
+@dataclass(frozen=True)
 class Receipt:
     """The recorded outcome of a keyed request: replayed byte for byte."""
 

@@ -1,5 +1,6 @@
 """The OpenAPI documents both APIs serve (3.1), and their export for Amazon Bedrock Agents action
-groups (3.0.0, the subset Bedrock documents). Pure: documents in, documents out."""
+groups (3.0.0, the subset Bedrock documents): the responses every operation declares, the route that
+serves the document, and the pure rewrites (documents in, documents out)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import copy
 import json
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel, Field
 
 from shared.idempotency import REPLAYED_HEADER
+from shared.problems import PROBLEM_CONTENT_TYPE, ProblemDetails
 
 Document = dict[str, Any]
 _SCHEMAS = "#/components/schemas/"
@@ -24,6 +28,56 @@ _REPLAYED = {
     "schema": {"type": "string"},
 }
 _ALLOW = {"description": "The methods this path answers.", "schema": {"type": "string"}}
+
+
+class Health(BaseModel):
+    # What GET /health answers while the API is up (no docstring: it would become the schema's description).
+    status: str = Field(description="`ok`.")
+
+
+def success(description: str, model: Any) -> OpenAPIResponse:
+    """An OpenAPI success response: JSON described by `model`."""
+    return {"description": description, "content": {"application/json": {"model": model}}}
+
+
+# Every operation can answer these: bad headers or JSON, wrong method, too large, not JSON, invalid,
+# and (it is software) an unexpected error.
+COMMON_ERRORS = (400, 405, 413, 415, 422, 500)
+
+
+def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
+    """OpenAPI `responses` entries for the given error statuses, plus the ones every operation has."""
+    statuses = tuple(sorted({*statuses, *COMMON_ERRORS}))
+    descriptions = {
+        400: "Malformed JSON (or nested deeper than 32 levels), or a missing/invalid header. Fix the request.",
+        404: "Not found.",
+        405: "The path exists, but not for this method (see the Allow header).",
+        409: "Not allowed in the current state.",
+        412: "The journey's ledger moved since the command was decided (Expected-Ledger-Seq); nothing was done.",
+        413: "Body larger than 64 KiB.",
+        415: "Body sent with a content type other than application/json.",
+        422: "Invalid input, or an Idempotency-Key reused with a different body.",
+        500: "An unexpected error. `retryable` true: repeating the same request (same Idempotency-Key) is safe; "
+        "false: the service found its own state inconsistent, and repeating cannot help.",
+        502: "A dependency rejected the request unexpectedly.",
+        503: "A dependency is unavailable; retrying the same request is safe.",
+    }
+    return {
+        status: {
+            "description": descriptions[status],
+            "content": {PROBLEM_CONTENT_TYPE: {"model": ProblemDetails}},
+        }
+        for status in statuses
+    }
+
+
+def serve_openapi(app: APIGatewayRestResolver, title: str, description: str) -> None:
+    """Serve the app's OpenAPI 3.1 document (`document`) at GET /openapi.json."""
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi_document() -> Response[str]:
+        body = json.dumps(document(app, title, description), separators=(",", ":"))
+        return Response(status_code=200, content_type="application/json", body=body)
 
 
 def document(app: APIGatewayRestResolver, title: str, description: str) -> Document:

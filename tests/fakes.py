@@ -8,33 +8,30 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import urllib3
 
 from functions.loans_api.api import create_app as create_loans_app
 from functions.loans_api.domain import Change, EntityWrite, Ledger
+from functions.loans_api.models import JourneyTruth
 from functions.loans_api.service import LoansService
-from functions.loans_api.store import CommitOutcome, CommitStatus, JourneyTruth
+from functions.loans_api.store import CommitOutcome, CommitStatus
 from functions.orchestrator import keys
 from functions.orchestrator.deadline import RequestDeadline
 from functions.orchestrator.loans_client import HttpLoansClient
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
-from functions.orchestrator.service import AgentKey, JourneyService, Result
+from functions.orchestrator.service import AgentKey, JourneyService
 from saga.local.apigw import DEFAULT_CALLER
 from saga.local.inprocess import InProcessHttp
-from shared import problems
 from shared.applier import EventApplier
+from shared.clock import utc_now
 from shared.control_record import ControlRecord
 from shared.events import LoanEvent
-from shared.idempotency import Receipt, fingerprint
+from shared.guards import guarded
+from shared.idempotency import Answer, Receipt, fingerprint
 from tests.support import quiet_metrics
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class FakeLoanStore:
@@ -82,9 +79,8 @@ class FakeLoanStore:
             return [item for (j, key), item in self.entities.items() if j == journey_id and key.startswith(kind)]
 
         disbursements = of("DISBURSEMENT")
-        return JourneyTruth(
-            journey_id=journey_id,
-            last_event=last,
+        return JourneyTruth.of(
+            last,
             simulations=of("SIMULATION#"),
             acceptances=of("ACCEPTANCE#"),
             disbursement=disbursements[0] if disbursements else None,
@@ -149,7 +145,7 @@ class FakeSystem:
 
     def __post_init__(self) -> None:
         loans = LoansService(self.loans_store, quiet_metrics("loans-api"), clock=utc_now, receipt_ttl_seconds=3600)
-        self.wire = InProcessHttp(problems.guarded(create_loans_app(loans)))
+        self.wire = InProcessHttp(guarded(create_loans_app(loans)))
         client = HttpLoansClient("http://loans-api.invalid", self.wire, urllib3.Timeout(connect=0.3, read=1.5))
         self.deadline = RequestDeadline()  # never started: unlimited, unless a test starts it
         retrying = RetryingLoansClient(
@@ -212,16 +208,16 @@ def agent_key(journey_id: str, key: str, body: dict[str, Any]) -> AgentKey:
     return AgentKey(scope=scope, request_hash=fingerprint("simulateLoan", journey_id, body))
 
 
-def state_of(result: Result) -> str:
+def state_of(result: Answer) -> str:
     return str(json.loads(result.body)["currentState"])
 
 
 class FakeOrchestratorApi:
-    """The MCP server's port to the orchestrator (saga.mcp_server.OrchestratorApi), scripted: `replies`
+    """The MCP server's port to the orchestrator (saga.orchestrator_api.OrchestratorApi), scripted: `replies`
     answer in order (an exception is raised instead of answered), then `default`; every request is kept."""
 
     def __init__(self, document: dict[str, Any], default: Any = None) -> None:
-        from saga.mcp_server import ApiReply
+        from saga.orchestrator_api import ApiReply
 
         self.document = document
         self.default = default if default is not None else ApiReply(200, {"journeyId": "j1", "currentState": "created"})
@@ -229,7 +225,7 @@ class FakeOrchestratorApi:
         self.requests: list[Any] = []
 
     def send(self, request: Any) -> Any:
-        from saga.mcp_server import DOCUMENT_PATH, ApiReply
+        from saga.orchestrator_api import DOCUMENT_PATH, ApiReply
 
         if request.path == DOCUMENT_PATH:
             return ApiReply(200, self.document)
@@ -248,7 +244,7 @@ class InProcessOrchestrator:
         from functions.orchestrator.api import create_app as create_orchestrator_app
 
         self.system = FakeSystem()
-        self.wire = InProcessHttp(problems.guarded(create_orchestrator_app(self.system.service)), "orchestrator")
+        self.wire = InProcessHttp(guarded(create_orchestrator_app(self.system.service)), "orchestrator")
         self.requests: list[tuple[str, str, dict[str, str]]] = []
 
     def request(self, method: str, url: str, body: bytes | None = None, headers: Any = None, **kwargs: Any) -> Any:

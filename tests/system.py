@@ -18,7 +18,8 @@ from typing import Any
 
 import urllib3
 
-from saga.faultproxy import FaultProxyServer, ToxiproxyClient
+from saga.faultproxy.client import ToxiproxyClient
+from saga.faultproxy.server import FaultProxyServer
 
 LOANS_PROXY = "loans-api"
 

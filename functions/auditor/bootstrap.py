@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Metrics
@@ -12,14 +12,11 @@ from functions.auditor.service import JourneyAuditor, ScheduledAudit
 from functions.auditor.settings import AuditorSettings
 from functions.auditor.store import DynamoAuditState, DynamoChangeFinder, DynamoTruthReader
 from shared.applier import EventApplier
+from shared.clock import utc_now
 from shared.control_store import DynamoControlRecordStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def build_auditor(

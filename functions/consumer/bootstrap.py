@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -14,14 +12,12 @@ from functions.consumer.service import EventConsumer, MalformedEvent
 from functions.consumer.settings import ConsumerSettings
 from shared import aws
 from shared.applier import EventApplier
+from shared.clock import utc_now
 from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore
+from shared.entry_points import Handler
 
 logger = Logger(child=True)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def build_consumer(settings: ConsumerSettings, metrics: Metrics) -> EventConsumer:
@@ -31,7 +27,7 @@ def build_consumer(settings: ConsumerSettings, metrics: Metrics) -> EventConsume
     return EventConsumer(EventApplier(store, clock=utc_now), store, metrics)
 
 
-def build(settings: ConsumerSettings, metrics: Metrics) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def build(settings: ConsumerSettings, metrics: Metrics) -> Handler:
     consumer = build_consumer(settings, metrics)
     known: dict[str, ControlRecord] = {}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -12,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.consumer import bootstrap
 from functions.consumer.settings import ConsumerSettings
+from shared.entry_points import Handler
 from shared.tracing import LazyTracer
 
 logger = Logger()
@@ -20,7 +20,7 @@ metrics = Metrics()
 
 
 @cache  # built lazily, once per container
-def _handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def _handler() -> Handler:
     return bootstrap.build(ConsumerSettings.from_env(os.environ), metrics)
 
 

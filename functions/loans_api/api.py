@@ -15,16 +15,16 @@ from functions.loans_api.models import (
     CancellationResponse,
     DisbursementRequest,
     DisbursementResponse,
-    JourneyTruthResponse,
+    JourneyTruth,
     LedgerResponse,
     SimulationRequest,
     SimulationResponse,
 )
-from functions.loans_api.service import KeyedRequest, LoansService, Reply
-from shared import problems
-from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, require_key
+from functions.loans_api.service import KeyedRequest, LoansService
+from shared import openapi
+from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, MAX_KEY_LENGTH, require_key
 from shared.loan_terms import ID_PATTERN
-from shared.problems import Health
+from shared.resolver import new_resolver, respond
 
 PathId = Annotated[str, Path(alias="journeyId", pattern=ID_PATTERN, description="The journey's id.")]
 IdempotencyKey = Annotated[
@@ -48,25 +48,21 @@ ExpectedSeq = Annotated[
         "commands.",
     ),
 ]
-_WRITE_ERRORS = problems.problem_responses(404, 409, 412, 503)
+_WRITE_ERRORS = openapi.problem_responses(404, 409, 412, 503)
 _ANSWER = "Committed, or the recorded answer of an earlier request with this key (header Idempotent-Replayed)."
 
 
 def _written(status: int, model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
-    return {status: problems.success(_ANSWER, model), **_WRITE_ERRORS}
+    return {status: openapi.success(_ANSWER, model), **_WRITE_ERRORS}
 
 
 def create_app(service: LoansService) -> APIGatewayRestResolver:
-    app = problems.new_resolver()
+    app = new_resolver()
 
     def keyed(key: str, expected_seq: int | None, body: BaseModel | None = None) -> KeyedRequest:
         event = app.current_event
         validated = None if body is None else body.model_dump()
         return KeyedRequest(require_key(key), event.http_method, event.path, validated, expected_seq)
-
-    def reply(result: Reply) -> Response[str]:
-        headers = {REPLAYED_HEADER: "true"} if result.replayed else {}
-        return Response(status_code=result.status, content_type="application/json", body=result.body, headers=headers)
 
     @app.post(
         "/simulations",
@@ -81,7 +77,7 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         body: SimulationRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
     ) -> Response[str]:
         request = keyed(idempotency_key, expected_seq, body)
-        return reply(service.create_simulation(request, body.journeyId, body.amount, body.termMonths))
+        return respond(service.create_simulation(request, body.journeyId, body.amount, body.termMonths))
 
     @app.post(
         "/acceptances",
@@ -95,7 +91,7 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         body: AcceptanceRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
     ) -> Response[str]:
         request = keyed(idempotency_key, expected_seq, body)
-        return reply(service.create_acceptance(request, body.journeyId, body.simulationId))
+        return respond(service.create_acceptance(request, body.journeyId, body.simulationId))
 
     @app.post(
         "/disbursements",
@@ -110,7 +106,7 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         body: DisbursementRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
     ) -> Response[str]:
         request = keyed(idempotency_key, expected_seq, body)
-        return reply(service.create_disbursement(request, body.journeyId, body.acceptanceId))
+        return respond(service.create_disbursement(request, body.journeyId, body.acceptanceId))
 
     @app.post(
         "/journeys/<journeyId>/cancel",
@@ -125,7 +121,7 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     def cancel_journey(
         journey_id: PathId, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
     ) -> Response[str]:
-        return reply(service.cancel_journey(keyed(idempotency_key, expected_seq), journey_id))
+        return respond(service.cancel_journey(keyed(idempotency_key, expected_seq), journey_id))
 
     @app.get(
         "/journeys/<journeyId>/ledger",
@@ -135,10 +131,7 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         "One read, whatever the journey's history: `seq`, `state` and `lastEvent`, the event whose "
         "snapshot is the journey's state. Applying `lastEvent` brings any Control Record up to date. 404 while "
         "the journey has had no command.",
-        responses={
-            200: {"description": "The ledger.", "content": {"application/json": {"model": LedgerResponse}}},
-            **problems.problem_responses(404),
-        },
+        responses={200: openapi.success("The ledger.", LedgerResponse), **openapi.problem_responses(404)},
     )
     def get_ledger(journey_id: PathId) -> Response[str]:
         last = service.ledger(journey_id)
@@ -152,37 +145,21 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         description="Read by operators (`saga journey show`): the journey's whole history. "
         "`state` (in the Control Record's vocabulary) and `lastEvent` come from the ledger: applying "
         "`lastEvent` brings any Control Record up to date. 404 while the journey has had no command.",
-        responses={
-            200: {
-                "description": "The journey's truth.",
-                "content": {"application/json": {"model": JourneyTruthResponse}},
-            },
-            **problems.problem_responses(404),
-        },
+        responses={200: openapi.success("The journey's truth.", JourneyTruth), **openapi.problem_responses(404)},
     )
     def get_journey(journey_id: PathId) -> Response[str]:
-        truth = service.journey(journey_id)
-        body = JourneyTruthResponse(
-            journeyId=truth.journey_id,
-            seq=truth.last_event.seq,
-            state=truth.last_event.snapshot.state,
-            simulations=truth.simulations,
-            acceptances=truth.acceptances,
-            disbursement=truth.disbursement,
-            events=truth.events,
-            lastEvent=truth.last_event,
-        )
-        return Response(status_code=200, content_type="application/json", body=body.model_dump_json())
+        body = service.journey(journey_id).model_dump_json()
+        return Response(status_code=200, content_type="application/json", body=body)
 
     @app.get(
         "/health",
         operation_id="health",
         summary="Liveness",
         description="For monitoring: 200 while the API answers.",
-        responses={200: problems.success("Up.", Health), **problems.problem_responses()},
+        responses={200: openapi.success("Up.", openapi.Health), **openapi.problem_responses()},
     )
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    problems.serve_openapi(app, title="loans-api", description="The system of record for loan journeys.")
+    openapi.serve_openapi(app, title="loans-api", description="The system of record for loan journeys.")
     return app

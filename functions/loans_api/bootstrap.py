@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from aws_lambda_powertools import Metrics
 
 from functions.loans_api.api import create_app
 from functions.loans_api.service import LoansService
 from functions.loans_api.settings import LoansSettings
 from functions.loans_api.store import DynamoLoanStore
-from shared import aws, problems
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
+from shared import aws
+from shared.clock import utc_now
+from shared.entry_points import Handler
+from shared.guards import guarded
 
 
 def build_service(settings: LoansSettings, metrics: Metrics) -> LoansService:
@@ -23,6 +20,6 @@ def build_service(settings: LoansSettings, metrics: Metrics) -> LoansService:
     return LoansService(store, metrics, clock=utc_now, receipt_ttl_seconds=settings.receipt_ttl_seconds)
 
 
-def build(settings: LoansSettings, metrics: Metrics) -> problems.Handler:
+def build(settings: LoansSettings, metrics: Metrics) -> Handler:
     """An API Gateway proxy handler for loans-api (the resolver behind the body-size guard)."""
-    return problems.guarded(create_app(build_service(settings, metrics)))
+    return guarded(create_app(build_service(settings, metrics)))

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.loans_api import bootstrap
 from functions.loans_api.settings import LoansSettings
-from shared import problems
+from shared.entry_points import Handler
 from shared.tracing import LazyTracer
 
 logger = Logger()
@@ -21,7 +21,7 @@ metrics = Metrics()
 
 
 @cache  # built lazily, once per container
-def _app() -> problems.Handler:
+def _app() -> Handler:
     return bootstrap.build(LoansSettings.from_env(os.environ), metrics)
 
 

@@ -26,7 +26,11 @@ class DisbursementRequest(Message):
     acceptanceId: EntityId
 
 
-class JourneyTruthResponse(Message):
+class JourneyTruth(Message):
+    """Everything loans-api holds about one journey (`GET /journeys/{journeyId}`, read by the store).
+    `lastEvent` is the ledger's newest event: where the journey stands (its snapshot's `state` and its
+    `seq`, repeated at the top) and what any reader applies to catch up with the truth."""
+
     journeyId: str
     seq: int
     state: LoanState
@@ -35,6 +39,27 @@ class JourneyTruthResponse(Message):
     disbursement: dict[str, Any] | None
     events: list[dict[str, Any]]
     lastEvent: LoanEvent
+
+    @classmethod
+    def of(
+        cls,
+        last_event: LoanEvent,
+        simulations: list[dict[str, Any]],
+        acceptances: list[dict[str, Any]],
+        disbursement: dict[str, Any] | None,
+        events: list[dict[str, Any]],
+    ) -> JourneyTruth:
+        """The truth whose ledger stands at `last_event`."""
+        return cls(
+            journeyId=last_event.journeyId,
+            seq=last_event.seq,
+            state=last_event.snapshot.state,
+            simulations=simulations,
+            acceptances=acceptances,
+            disbursement=disbursement,
+            events=events,
+            lastEvent=last_event,
+        )
 
 
 # What the writes answer (201/200, and the same bytes on a replay). Each carries the event it committed

@@ -4,7 +4,6 @@ races are resolved by the transaction's own conditions, never by a lock."""
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,22 +16,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.loans_api import domain
 from functions.loans_api.domain import Change, Ledger
-from functions.loans_api.store import CommitStatus, JourneyTruth, LoanStore
+from functions.loans_api.models import JourneyTruth
+from functions.loans_api.store import CommitStatus, LoanStore
+from shared import backoff
 from shared import metric_names as names
 from shared.errors import BusinessRuleViolated, DomainError, LedgerMoved, NotFound, StoreContention
 from shared.events import LoanEvent
-from shared.idempotency import Receipt, fingerprint
+from shared.idempotency import Answer, Receipt, fingerprint
 
 logger = Logger(child=True)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What a write answers: the recorded status and body, and whether this was a replay."""
-
-    status: int
-    body: str
-    replayed: bool
 
 
 @dataclass(frozen=True)
@@ -72,22 +64,22 @@ class LoansService:
 
     # -- commands ------------------------------------------------------------------------------
 
-    def create_simulation(self, request: KeyedRequest, journey_id: str, amount: Decimal, term_months: int) -> Reply:
+    def create_simulation(self, request: KeyedRequest, journey_id: str, amount: Decimal, term_months: int) -> Answer:
         return self._execute(
             request, journey_id, lambda ledger, now: domain.create_simulation(ledger, amount, term_months, now)
         )
 
-    def create_acceptance(self, request: KeyedRequest, journey_id: str, simulation_id: str) -> Reply:
+    def create_acceptance(self, request: KeyedRequest, journey_id: str, simulation_id: str) -> Answer:
         return self._execute(
             request, journey_id, lambda ledger, now: domain.create_acceptance(ledger, simulation_id, now)
         )
 
-    def create_disbursement(self, request: KeyedRequest, journey_id: str, acceptance_id: str) -> Reply:
+    def create_disbursement(self, request: KeyedRequest, journey_id: str, acceptance_id: str) -> Answer:
         return self._execute(
             request, journey_id, lambda ledger, now: domain.create_disbursement(ledger, acceptance_id, now)
         )
 
-    def cancel_journey(self, request: KeyedRequest, journey_id: str) -> Reply:
+    def cancel_journey(self, request: KeyedRequest, journey_id: str) -> Answer:
         return self._execute(request, journey_id, domain.cancel_journey)
 
     def ledger(self, journey_id: str) -> LoanEvent:
@@ -105,7 +97,7 @@ class LoansService:
 
     # -- the envelope ----------------------------------------------------------------------------
 
-    def _execute(self, request: KeyedRequest, journey_id: str, decide: Callable[[Ledger, datetime], Change]) -> Reply:
+    def _execute(self, request: KeyedRequest, journey_id: str, decide: Callable[[Ledger, datetime], Change]) -> Answer:
         """Decide on the journey's ledger and commit with the key's receipt in the same transaction. A
         receipt that already exists answers instead (replay); a ledger that moved between the read and
         the commit means read and decide again (bounded). A ledger that is not where the caller decided
@@ -144,7 +136,7 @@ class LoansService:
                         "event_id": change.event.eventId,
                     },
                 )
-                return Reply(change.status_code, body, replayed=False)
+                return Answer(change.status_code, body, replayed=False)
             if outcome.status is CommitStatus.REPLAY:
                 if outcome.receipt is not None:
                     return self._replayed(outcome.receipt.replay_for(request_hash))
@@ -154,16 +146,16 @@ class LoansService:
                     request, request_hash, BusinessRuleViolated("the journey changed; the command is no longer legal")
                 )
             logger.info("ledger moved, deciding again", extra={"attempt": attempt + 1})
-            self._sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+            self._sleep(backoff.after_lost_race(attempt + 1))
         raise StoreContention("too many concurrent changes to this journey; retrying is safe")
 
-    def _replay_or_raise(self, request: KeyedRequest, request_hash: str, error: DomainError) -> Reply:
+    def _replay_or_raise(self, request: KeyedRequest, request_hash: str, error: DomainError) -> Answer:
         receipt = self._store.get_receipt(request.key)
         if receipt is not None:
             return self._replayed(receipt.replay_for(request_hash))
         raise error
 
-    def _replayed(self, receipt: Receipt) -> Reply:
+    def _replayed(self, receipt: Receipt) -> Answer:
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
         logger.info("idempotent replay", extra={"idempotency_key": receipt.key})
-        return Reply(receipt.status, receipt.body, replayed=True)
+        return Answer(receipt.status, receipt.body, replayed=True)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from functions.loans_api.domain import Change, EntityWrite, Ledger
+from functions.loans_api.models import JourneyTruth
 from shared import outbox
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import LoanEvent
@@ -37,19 +38,6 @@ class CommitStatus(StrEnum):
 class CommitOutcome:
     status: CommitStatus
     receipt: Receipt | None = None
-
-
-@dataclass(frozen=True)
-class JourneyTruth:
-    """Everything loans-api holds about one journey. `last_event` is the ledger's newest event: where
-    the journey stands (its snapshot) and what any reader applies to catch up with the truth."""
-
-    journey_id: str
-    last_event: LoanEvent
-    simulations: list[dict[str, Any]]
-    acceptances: list[dict[str, Any]]
-    disbursement: dict[str, Any] | None
-    events: list[dict[str, Any]]
 
 
 class LoanStore(Protocol):
@@ -95,9 +83,8 @@ class DynamoLoanStore:
             for i in items
             if i["sk"].startswith(outbox.EVENT_PREFIX)
         ]
-        return JourneyTruth(
-            journey_id=journey_id,
-            last_event=_ledger_event(ledger),
+        return JourneyTruth.of(
+            _ledger_event(ledger),
             simulations=entities("SIMULATION#"),
             acceptances=entities("ACCEPTANCE#"),
             disbursement=disbursements[0] if disbursements else None,

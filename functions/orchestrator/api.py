@@ -8,17 +8,16 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, WithJsonSchema
 
 from functions.orchestrator import keys
 from functions.orchestrator.models import ControlRecordView, CreateJourneyRequest, SimulateRequest
-from functions.orchestrator.service import AgentKey, JourneyService, Result
+from functions.orchestrator.service import AgentKey, JourneyService
 from functions.orchestrator.views import render_json
-from shared import problems
-from shared.idempotency import HEADER, MAX_KEY_LENGTH, REPLAYED_HEADER, fingerprint, require_key
+from shared import openapi
+from shared.idempotency import HEADER, MAX_KEY_LENGTH, fingerprint, require_key
 from shared.loan_terms import ID_PATTERN
-from shared.problems import Health
+from shared.resolver import new_resolver, respond
 
 # The URL's `{journeyId}`, spelled as in every body; the function parameter keeps Python's spelling.
 JourneyId = Annotated[
@@ -46,11 +45,8 @@ OptionalKey = Annotated[
     ),
 ]
 
-_RECORD: OpenAPIResponse = {
-    "description": "The journey's Control Record.",
-    "content": {"application/json": {"model": ControlRecordView}},
-}
-_COMMAND_ERRORS = problems.problem_responses(400, 404, 409, 413, 415, 422, 502, 503)
+_RECORD = openapi.success("The journey's Control Record.", ControlRecordView)
+_COMMAND_ERRORS = openapi.problem_responses(400, 404, 409, 413, 415, 422, 502, 503)
 
 DESCRIPTION = """Drive a loan journey for a customer: create a journey, simulate (price) a loan, accept the
 simulation, disburse the money, or cancel. Every response that succeeds is the journey's Control Record:
@@ -63,7 +59,7 @@ Errors are RFC 9457 problem+json with `retryable`: when it is true, repeat the s
 
 
 def create_app(service: JourneyService) -> APIGatewayRestResolver:
-    app = problems.new_resolver()
+    app = new_resolver()
 
     def agent_key(key: str | None, operation: str, body: BaseModel, journey_id: str = "") -> AgentKey | None:
         """The agent's key, scoped by its caller, the operation and the journey (never by the raw path:
@@ -77,10 +73,6 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
             scope=keys.agent_scope(caller, operation, journey_id, key),
             request_hash=fingerprint(operation, journey_id, body.model_dump()),
         )
-
-    def respond(result: Result) -> Response[str]:
-        headers = {REPLAYED_HEADER: "true"} if result.replayed else {}
-        return Response(status_code=result.status, content_type="application/json", body=result.body, headers=headers)
 
     @app.post(
         "/journeys",
@@ -102,7 +94,7 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         summary="Read a journey's Control Record",
         description="Where the journey is (`currentState`) and what may be done next (`availableActions`). Call it "
         "when unsure where a journey stands (after a timeout or a 503, say), then follow one of `availableActions`.",
-        responses={200: _RECORD, **problems.problem_responses(404)},
+        responses={200: _RECORD, **openapi.problem_responses(404)},
         tags=["journeys"],
     )
     def get_journey(journey_id: JourneyId) -> Response[str]:
@@ -173,10 +165,10 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         summary="Liveness",
         description="For monitoring, not for agents: 200 while the API answers. It says nothing of a journey.",
         tags=["ops"],
-        responses={200: problems.success("Up.", Health), **problems.problem_responses()},
+        responses={200: openapi.success("Up.", openapi.Health), **openapi.problem_responses()},
     )
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    problems.serve_openapi(app, title="Loan journey orchestrator", description=DESCRIPTION)
+    openapi.serve_openapi(app, title="Loan journey orchestrator", description=DESCRIPTION)
     return app

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import urllib3
@@ -21,8 +20,11 @@ from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.service import JourneyService
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.orchestrator.store import DynamoJourneyStore
-from shared import aws, problems
+from shared import aws
 from shared.applier import EventApplier
+from shared.clock import utc_now
+from shared.entry_points import Handler
+from shared.guards import guarded
 
 # The orchestrator's own DynamoDB calls get a small budget: each call is started only if its worst
 # case fits the request's deadline (tests/integration/test_deadline.py runs every command's worst case).
@@ -30,10 +32,6 @@ DYNAMO_BUDGET = aws.AwsCallBudget(connect_timeout=0.2, read_timeout=0.4, max_att
 # After loans-api answered, the request still applies the event: a CAS write and, if it lost, a read
 # and a second write. A loans-api attempt is started only if it leaves this much.
 APPLY_RESERVE_SECONDS = 2 * DYNAMO_BUDGET.worst_case_seconds()
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def retry_policy(settings: OrchestratorSettings) -> RetryPolicy:
@@ -92,14 +90,14 @@ def build(
     http: HttpRequester | None = None,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
-) -> problems.Handler:
+) -> Handler:
     """An API Gateway proxy handler for the orchestrator. Each invocation starts the request's
     deadline from the Lambda context's remaining time."""
     deadline = RequestDeadline(monotonic)
-    guarded = problems.guarded(create_app(build_service(settings, metrics, deadline, http, sleep)))
+    app = guarded(create_app(build_service(settings, metrics, deadline, http, sleep)))
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         deadline.start(context)
-        return guarded(event, context)
+        return app(event, context)
 
     return handle

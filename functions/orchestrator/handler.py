@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.orchestrator import bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
-from shared import problems
+from shared.entry_points import Handler
 from shared.tracing import LazyTracer
 
 logger = Logger()
@@ -21,7 +21,7 @@ metrics = Metrics()
 
 
 @cache  # built lazily, once per container
-def _app() -> problems.Handler:
+def _app() -> Handler:
     return bootstrap.build(OrchestratorSettings.from_env(os.environ), metrics)
 
 

@@ -1,23 +1,25 @@
 """The saga's commands to loans-api, typed. Each agent command is exactly ONE loans-api command
-(D13), retried under one key, and sent with the ledger position it was decided on (a precondition
-loans-api checks after the key's receipt: an attempt abandoned here cannot commit after later
-commands). 4xx answers become domain errors here."""
+(D13), retried under one key, and sent with the ledger position of the Control Record it was decided
+on (a precondition loans-api checks after the key's receipt: an attempt abandoned here cannot commit
+after later commands). 4xx answers become domain errors here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from functions.orchestrator import keys
 from functions.orchestrator.loans_client import LoansClient, LoansReply, LoansRequest
-from shared.errors import BusinessRuleViolated, IdempotencyKeyReused, LedgerMoved, UpstreamRejected
+from shared.control_record import ControlRecord
+from shared.errors import BusinessRuleViolated, IdempotencyKeyReused, InvariantBroken, LedgerMoved, UpstreamRejected
 from shared.events import LoanEvent
 
 # loans-api's problem type for a key sent with a different request (shared.problems).
 _KEY_REUSED_TYPE = "urn:loan-saga:problem:idempotency-key-reused"
+_Part = TypeVar("_Part")
 
 
 @dataclass(frozen=True)
@@ -36,26 +38,30 @@ class LoansGateway:
     def __init__(self, client: LoansClient) -> None:
         self._client = client
 
-    def create_simulation(
-        self, journey_id: str, nonce: str, amount: Decimal, term_months: int, expected_seq: int
-    ) -> Committed:
+    def create_simulation(self, record: ControlRecord, nonce: str, amount: Decimal, term_months: int) -> Committed:
         """Price a loan; loans-api supersedes the active simulation and cancels an active acceptance
         in the same transaction."""
+        journey_id = record.journeyId
         # A JSON number: float's shortest repr of a 2-place amount up to 100000 is that amount exactly.
         body = {"journeyId": journey_id, "amount": float(amount), "termMonths": term_months}
-        return self._command("/simulations", body, keys.simulation(journey_id, nonce), expected_seq)
+        return self._command("/simulations", body, keys.simulation(journey_id, nonce), record)
 
-    def create_acceptance(self, journey_id: str, simulation_id: str, expected_seq: int) -> Committed:
-        body = {"journeyId": journey_id, "simulationId": simulation_id}
-        return self._command("/acceptances", body, keys.acceptance(journey_id, simulation_id), expected_seq)
+    def create_acceptance(self, record: ControlRecord) -> Committed:
+        """Accept the simulation the record shows."""
+        simulation_id = _held(record.simulation, record, "simulation").simulationId
+        body = {"journeyId": record.journeyId, "simulationId": simulation_id}
+        return self._command("/acceptances", body, keys.acceptance(record.journeyId, simulation_id), record)
 
-    def create_disbursement(self, journey_id: str, acceptance_id: str, expected_seq: int) -> Committed:
-        body = {"journeyId": journey_id, "acceptanceId": acceptance_id}
-        return self._command("/disbursements", body, keys.disbursement(journey_id), expected_seq)
+    def create_disbursement(self, record: ControlRecord) -> Committed:
+        """Disburse the acceptance the record shows."""
+        acceptance_id = _held(record.acceptance, record, "acceptance").acceptanceId
+        body = {"journeyId": record.journeyId, "acceptanceId": acceptance_id}
+        return self._command("/disbursements", body, keys.disbursement(record.journeyId), record)
 
-    def cancel_journey(self, journey_id: str, expected_seq: int) -> Committed:
+    def cancel_journey(self, record: ControlRecord) -> Committed:
         """Cancel the journey and whatever is active in it, in one transaction."""
-        return self._command(f"/journeys/{journey_id}/cancel", None, keys.cancellation(journey_id), expected_seq)
+        journey_id = record.journeyId
+        return self._command(f"/journeys/{journey_id}/cancel", None, keys.cancellation(journey_id), record)
 
     def latest_event(self, journey_id: str) -> LoanEvent | None:
         """The newest event of loans-api's ledger for the journey (applying it brings a Control
@@ -66,8 +72,8 @@ class LoansGateway:
         _require_success(reply, "GET /journeys/{id}/ledger")
         return _event(reply, "GET /journeys/{id}/ledger", "lastEvent")
 
-    def _command(self, path: str, body: dict[str, Any] | None, key: str, expected_seq: int) -> Committed:
-        reply = self._client.send(LoansRequest("POST", path, body, key, expected_seq))
+    def _command(self, path: str, body: dict[str, Any] | None, key: str, decided_on: ControlRecord) -> Committed:
+        reply = self._client.send(LoansRequest("POST", path, body, key, decided_on.lastAppliedSeq))
         if reply.status == 409:
             raise BusinessRuleViolated(str(reply.body.get("detail", "loans-api refused the command")))
         if reply.status == 412:
@@ -78,6 +84,14 @@ class LoansGateway:
         _require_success(reply, f"POST {path}")
         event = _event(reply, f"POST {path}", "event")
         return Committed(event, reply.replayed, by_earlier_request=reply.replayed and not reply.retried)
+
+
+def _held(part: _Part | None, record: ControlRecord, name: str) -> _Part:
+    """The `name` a record's state promises it holds (a simulated record its simulation, an accepted one
+    its acceptance); a record without it breaks the applier's invariant."""
+    if part is None:
+        raise InvariantBroken(f"journey {record.journeyId} is {record.currentState} and holds no {name}")
+    return part
 
 
 def _event(reply: LoansReply, what: str, field: str) -> LoanEvent:

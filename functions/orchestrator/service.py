@@ -6,7 +6,6 @@ the same events through the outbox). It knows nothing of HTTP, retries or Dynamo
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,12 +19,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.orchestrator import keys
 from functions.orchestrator.loans_gateway import Committed, LoansGateway
 from functions.orchestrator.views import actions, render_json
+from shared import backoff, state_machine
 from shared import metric_names as names
-from shared import state_machine
 from shared.applier import EventApplier
 from shared.control_record import ControlRecord, new_control_record
 from shared.errors import BusinessRuleViolated, IllegalTransition, JourneyNotFound, LedgerMoved, StoreContention
-from shared.idempotency import Receipt
+from shared.idempotency import Answer, Receipt
 from shared.state_machine import Command
 
 logger = Logger(child=True)
@@ -45,13 +44,6 @@ class AgentKey:
 
     scope: str
     request_hash: str
-
-
-@dataclass(frozen=True)
-class Result:
-    status: int
-    body: str
-    replayed: bool = False
 
 
 # Sends one loans-api command decided on `record`; returns what it committed (or had committed).
@@ -92,7 +84,7 @@ class JourneyService:
 
     # -- commands -----------------------------------------------------------------------------
 
-    def create(self, customer_id: str, agent_key: AgentKey | None) -> Result:
+    def create(self, customer_id: str, agent_key: AgentKey | None) -> Answer:
         now = self._clock()
         record = new_control_record(self._new_journey_id(), customer_id, now)
         body = render_json(record)
@@ -101,54 +93,39 @@ class JourneyService:
         if existing is not None and agent_key is not None:
             replay = existing.replay_for(agent_key.request_hash)
             self._count_replay()
-            return Result(replay.status, replay.body, replayed=True)
+            return Answer(replay.status, replay.body, replayed=True)
         logger.info("journey created", extra={"journey_id": record.journeyId})
-        return Result(201, body)
+        return Answer(201, body)
 
-    def simulate(self, journey_id: str, amount: Decimal, term_months: int, agent_key: AgentKey | None) -> Result:
+    def simulate(self, journey_id: str, amount: Decimal, term_months: int, agent_key: AgentKey | None) -> Answer:
         """With the agent's key, loans-api's receipt of that key answers a repeat before any effect,
         wherever the journey stands now; so the Control Record's state is not consulted first."""
         nonce = keys.new_nonce() if agent_key is None else keys.nonce_from_agent_key(agent_key.scope)
         return self._run(
             journey_id,
             "simulate",
-            lambda record: self._loans.create_simulation(journey_id, nonce, amount, term_months, record.lastAppliedSeq),
+            lambda record: self._loans.create_simulation(record, nonce, amount, term_months),
             gate=agent_key is None,
             redecide=True,
         )
 
-    def accept(self, journey_id: str) -> Result:
+    def accept(self, journey_id: str) -> Answer:
         """Accepts the quote the record shows. If the journey moved since (another quote, a cancel), it
         is not re-decided: the agent is told what stands, and accepts again if it wants the new quote."""
+        return self._run(journey_id, "accept", self._loans.create_acceptance)
 
-        def send(record: ControlRecord) -> Committed:
-            if record.simulation is None:  # a simulated record always holds its simulation
-                raise IllegalTransition(f"journey {journey_id} has no simulation to accept", actions(record))
-            return self._loans.create_acceptance(journey_id, record.simulation.simulationId, record.lastAppliedSeq)
+    def disburse(self, journey_id: str) -> Answer:
+        """Disburses the acceptance the record shows; loans-api disburses a journey once, ever."""
+        return self._run(journey_id, "disburse", self._loans.create_disbursement)
 
-        return self._run(journey_id, "accept", send)
-
-    def disburse(self, journey_id: str) -> Result:
-        def send(record: ControlRecord) -> Committed:
-            if record.acceptance is None:  # an accepted record always holds its acceptance
-                raise IllegalTransition(f"journey {journey_id} has no acceptance to disburse", actions(record))
-            return self._loans.create_disbursement(journey_id, record.acceptance.acceptanceId, record.lastAppliedSeq)
-
-        return self._run(journey_id, "disburse", send)
-
-    def cancel(self, journey_id: str) -> Result:
+    def cancel(self, journey_id: str) -> Answer:
         """loans-api cancels the journey and whatever is active in it, in one transaction; every
         caller uses the journey's one cancel key, so concurrent and repeated cancels are one effect."""
-        return self._run(
-            journey_id,
-            "cancel",
-            lambda record: self._loans.cancel_journey(journey_id, record.lastAppliedSeq),
-            redecide=True,
-        )
+        return self._run(journey_id, "cancel", self._loans.cancel_journey, redecide=True)
 
     # -- the one shape of every loans-backed command -------------------------------------------
 
-    def _run(self, journey_id: str, command: Command, send: Send, gate: bool = True, redecide: bool = False) -> Result:
+    def _run(self, journey_id: str, command: Command, send: Send, gate: bool = True, redecide: bool = False) -> Answer:
         """Send the command decided on the record; apply what loans-api committed. Each attempt carries
         the ledger position it was decided on: if the ledger moved, nothing was committed; the record
         catches up, and a command whose meaning does not depend on what moved (`redecide`: simulate,
@@ -173,7 +150,7 @@ class JourneyService:
                     and redecide
                     and state_machine.is_allowed(record.currentState, command)
                 ):
-                    self._pause(random.uniform(0.005, 0.05) * (decision + 1))
+                    self._pause(backoff.after_lost_race(decision + 1))
                     continue
                 raise IllegalTransition(_refusal(error, command, record), actions(record)) from error
             record = self._applier.apply(committed.event, "reply", current=record).record
@@ -231,10 +208,10 @@ class JourneyService:
         )
         return decision.record
 
-    def _answer(self, record: ControlRecord, replayed: bool) -> Result:
+    def _answer(self, record: ControlRecord, replayed: bool) -> Answer:
         if replayed:
             self._count_replay()
-        return Result(200, render_json(record), replayed=replayed)
+        return Answer(200, render_json(record), replayed=replayed)
 
     def _count_replay(self) -> None:
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
 from aws_lambda_powertools import Metrics
 
@@ -14,10 +13,8 @@ from functions.relay.service import OutboxRelay, OutboxSweeper
 from functions.relay.settings import RelaySettings
 from functions.relay.stream import StreamRelay
 from shared import aws
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
+from shared.clock import utc_now
+from shared.entry_points import Handler
 
 
 def sns_publisher(settings: RelaySettings) -> SnsPublisher:
@@ -36,9 +33,7 @@ def _relay(
     return OutboxRelay(publisher, store, metrics, clock, settings.notified_ttl_seconds), store
 
 
-def build_stream_handler(
-    settings: RelaySettings, metrics: Metrics, publisher: EventPublisher | None = None
-) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def build_stream_handler(settings: RelaySettings, metrics: Metrics, publisher: EventPublisher | None = None) -> Handler:
     relay, _ = _relay(settings, metrics, utc_now, publisher)
     return StreamRelay(relay).handle
 

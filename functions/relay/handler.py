@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import asdict
 from functools import cache
 from typing import Any
@@ -14,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.relay import bootstrap
 from functions.relay.service import OutboxSweeper
 from functions.relay.settings import RelaySettings
+from shared.entry_points import Handler
 from shared.tracing import LazyTracer
 
 logger = Logger()
@@ -22,7 +22,7 @@ metrics = Metrics()
 
 
 @cache  # built lazily, once per container
-def _stream_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def _stream_handler() -> Handler:
     return bootstrap.build_stream_handler(RelaySettings.from_env(os.environ), metrics)
 
 

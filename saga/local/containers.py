@@ -13,11 +13,10 @@ import multiprocessing
 import os
 import signal
 import warnings
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+from shared.entry_points import Handler
 
 _handler: Handler | None = None
 

@@ -3,10 +3,8 @@ integration) would put it: each request becomes a proxy event, the handler's res
 
 from __future__ import annotations
 
-import json
 import re
 import sys
-import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -14,9 +12,11 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
+from saga.threaded_http import ThreadedHttpServer
+from shared.entry_points import Handler
+from shared.problems import PROBLEM_CONTENT_TYPE, problem_body
 
 logger = Logger(service="saga-local", child=True)
-ProxyHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # API Gateway refuses payloads over 10 MB before the function sees them.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 _HEX = re.compile(rb"[0-9a-fA-F]{1,16}")
@@ -85,14 +85,14 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class ApiServer:
+class ApiServer(ThreadedHttpServer):
     """Serves `handler` on host:port. `health` (when given) must say True for GET /health to reach
     the handler; otherwise the server answers 503 itself, naming the parts that are down."""
 
     def __init__(
         self,
         name: str,
-        handler: ProxyHandler,
+        handler: Handler,
         host: str,
         port: int,
         health: Callable[[], dict[str, bool]] | None = None,
@@ -114,22 +114,7 @@ class ApiServer:
 
         self._handler = handler
         self._health = health
-        self._server = _Server((host, port), _Request)
-        self._thread = threading.Thread(target=self._server.serve_forever, name=f"http-{name}", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> ApiServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        super().__init__(_Server((host, port), _Request), f"http-{name}")
 
     def _serve(self, request: BaseHTTPRequestHandler) -> None:
         try:
@@ -137,30 +122,15 @@ class ApiServer:
         except _Unframed as refused:
             # The request's framing is unknown, so is where the next one starts: answer and close.
             request.close_connection = True
-            problem = {
-                "type": f"urn:loan-saga:problem:{refused.slug}",
-                "title": refused.title,
-                "status": refused.status,
-                "detail": refused.detail,
-                "retryable": False,
-            }
-            self._write(
-                request, refused.status, {"Content-Type": "application/problem+json"}, json.dumps(problem).encode()
-            )
+            problem = problem_body(refused.status, refused.slug, refused.title, refused.detail, False)
+            self._write(request, refused.status, {"Content-Type": PROBLEM_CONTENT_TYPE}, problem.encode())
             return
         if request.command == "GET" and request.path.split("?")[0] == "/health" and self._health is not None:
             parts = self._health()
             if not all(parts.values()):
                 down = sorted(name for name, up in parts.items() if not up)
-                payload = {
-                    "type": "urn:loan-saga:problem:unhealthy",
-                    "title": "Not ready",
-                    "status": 503,
-                    "detail": f"down: {', '.join(down)}",
-                    "retryable": True,
-                    "parts": parts,
-                }
-                self._write(request, 503, {"Content-Type": "application/problem+json"}, json.dumps(payload).encode())
+                problem = problem_body(503, "unhealthy", "Not ready", f"down: {', '.join(down)}", True, parts=parts)
+                self._write(request, 503, {"Content-Type": PROBLEM_CONTENT_TYPE}, problem.encode())
                 return
         event = proxy_event(request.command, request.path, dict(request.headers.items()), body)
         try:

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import urllib3
 
 from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, proxy_event
+from shared.entry_points import Handler
 
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # A fault is a name (below) or a callable run before the request is served: another command that
 # lands between two attempts of this one, for instance.
 Fault = str | Callable[[], None]

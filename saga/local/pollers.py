@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 
 from saga.local.apigw import LambdaContextStub
+from shared.entry_points import Handler
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
@@ -21,10 +22,8 @@ if TYPE_CHECKING:
 
 logger = Logger(service="saga-local", child=True)
 
-BatchHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
-
-def _failed_ids(handler: BatchHandler, event: dict[str, Any], function_name: str) -> tuple[set[str], bool]:
+def _failed_ids(handler: Handler, event: dict[str, Any], function_name: str) -> tuple[set[str], bool]:
     """Invoke; returns (ids reported as failed, whether the function itself errored)."""
     try:
         response = handler(event, LambdaContextStub(function_name)) or {}
@@ -41,7 +40,7 @@ class StreamPoller:
         self,
         streams: DynamoDBStreamsClient,
         stream_arn: str,
-        handler: BatchHandler,
+        handler: Handler,
         function_name: str = "relay",
         batch_size: int = 100,
         max_retries: int = 3,
@@ -131,7 +130,7 @@ class SqsPoller:
         sqs: SQSClient,
         queue_url: str,
         queue_arn: str,
-        handler: BatchHandler,
+        handler: Handler,
         function_name: str = "consumer",
         batch_size: int = 10,
         redelivery_seconds: int | None = None,

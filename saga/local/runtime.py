@@ -1,7 +1,11 @@
 """`saga local`: the whole system on one machine. moto in server mode is the AWS endpoint; both APIs
 are real HTTP servers calling the same Lambda handler code; pollers drive the relay and the
 consumer as Lambda event source mappings would; the sweeper runs on a short interval. Each function
-gets its own Settings, passed explicitly (no shared environment)."""
+gets its own Settings, passed explicitly (no shared environment).
+
+One module, though long: it is the local system's composition root, the one place that knows which
+server, container pool and poller stands for which deployed resource, in the order they must start
+(and stop); its parts (moto, the servers, the pools, the pollers) are modules of their own."""
 
 from __future__ import annotations
 
@@ -26,12 +30,13 @@ from functions.relay.settings import RelaySettings
 from saga.local.apigw import proxy_event
 from saga.local.aws_faults import FaultRule
 from saga.local.containers import ContainerPool
-from saga.local.http_server import ApiServer, ProxyHandler
+from saga.local.http_server import ApiServer
 from saga.local.moto_server import AwsFaultsClient, MotoProcess
-from saga.local.pollers import BatchHandler, PollingLoop, SqsPoller, StreamPoller
+from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws, entry_points
 from shared import metric_names as names
+from shared.entry_points import Handler
 from shared.settings import BaseSettings
 
 if TYPE_CHECKING:
@@ -59,7 +64,7 @@ class RuntimeConfig:
     # Fault-injection hooks for the chaos suite (in-process runtimes only): wrap the relay's publisher
     # (e.g. die between publish and mark) or the consumer's batch handler (e.g. die mid-batch).
     relay_publisher_wrapper: Callable[[EventPublisher], EventPublisher] | None = None
-    consumer_wrapper: Callable[[BatchHandler], BatchHandler] | None = None
+    consumer_wrapper: Callable[[Handler], Handler] | None = None
     # Pollers left off ("relay", "consumer", "sweeper"): e.g. without the consumer, road 2 stops at
     # the queue, so a write straight to loans-api leaves its journey out of sync for the audit to find.
     disabled: frozenset[str] = frozenset()
@@ -86,7 +91,7 @@ def _flush(metrics: Metrics) -> None:
         metrics.flush_metrics()
 
 
-def _with_metrics_flushed(handler: ProxyHandler, metrics: Metrics) -> ProxyHandler:
+def _with_metrics_flushed(handler: Handler, metrics: Metrics) -> Handler:
     """Flush each invocation's metrics (as the Lambda entry's log_metrics does), so they do not pile up."""
 
     def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -176,7 +181,7 @@ class LocalRuntime:
         def to_relay_failures(record: dict[str, Any]) -> None:
             sqs.send_message(QueueUrl=resources.relay_failures_url, MessageBody=json.dumps(record))
 
-        relay: ProxyHandler
+        relay: Handler
         if c.relay_publisher_wrapper is None:
             relay = self._container("relay", entry_points.RELAY, relay_settings, names.RELAY)
         else:  # a fault hook inside the composition (chaos): the composition root, in this process
@@ -196,7 +201,7 @@ class LocalRuntime:
         consumer_settings = ConsumerSettings(
             region=c.region, aws_endpoint_url=endpoint, journeys_table_name=resources.journeys_table
         )
-        consumer: BatchHandler = self._container("consumer", entry_points.CONSUMER, consumer_settings, names.CONSUMER)
+        consumer: Handler = self._container("consumer", entry_points.CONSUMER, consumer_settings, names.CONSUMER)
         if c.consumer_wrapper is not None:
             consumer = c.consumer_wrapper(consumer)
         events = SqsPoller(

@@ -20,7 +20,7 @@ import pytest
 from functions.loans_api.domain import new_id
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.runtime import LocalRuntime, RuntimeConfig
-from saga.ops import compare
+from saga.ops.journeys import compare
 from shared import aws, tables
 from shared.control_record import new_control_record
 from shared.control_store import control_item

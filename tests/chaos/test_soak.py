@@ -22,10 +22,11 @@ from typing import Any
 import pytest
 import urllib3
 
-from saga.faultproxy import FaultProxyServer, ToxiproxyClient
+from saga.faultproxy.client import ToxiproxyClient
+from saga.faultproxy.server import FaultProxyServer
 from saga.local.aws_faults import FaultRule
 from saga.local.runtime import LocalRuntime, RuntimeConfig
-from saga.ops import compare
+from saga.ops.journeys import compare
 from shared import aws
 from shared.events import LoanEvent, parse_event
 from tests.system import LOANS_PROXY, System, free_port

@@ -15,7 +15,8 @@ from typing import Any
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation import OpenAPIV30SpecValidator
 
-from saga import ops
+from saga.ops.demo import follow_links
+from saga.ops.target import Target
 
 
 def test_saga_openapi_prints_the_served_document_and_its_bedrock_export(system, tmp_path):
@@ -87,7 +88,7 @@ def test_a_generated_client_runs_a_whole_journey_with_a_replay_and_a_409(system,
 
 def test_a_generic_agent_finishes_journeys_knowing_only_post_journeys(system):
     # Given an agent that knows nothing but POST /journeys, the document and a goal by operationId
-    target = ops.Target(
+    target = Target(
         region="us-east-1",
         endpoint_url=system.aws_url,
         loans_table="",
@@ -104,7 +105,7 @@ def test_a_generic_agent_finishes_journeys_knowing_only_post_journeys(system):
         ("disburseLoan", None),
     ]
     # When it follows the links five times
-    finals = [ops.follow_links(target, plan, lambda _: None, customer=f"generic-{i}") for i in range(5)]
+    finals = [follow_links(target, plan, lambda _: None, customer=f"generic-{i}") for i in range(5)]
     # Then every journey is disbursed with the schema's example amount
     assert {record["currentState"] for record in finals} == {"disbursed"}
     assert {record["simulation"]["amount"] for record in finals} == {"10000.00"}

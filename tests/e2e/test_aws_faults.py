@@ -11,7 +11,7 @@ import pytest
 import urllib3
 
 from saga.local.aws_faults import CONTROL_PATH, FaultRule
-from saga.ops import compare
+from saga.ops.journeys import compare
 from shared.tables import JOURNEYS_TABLE, LOANS_TABLE
 
 

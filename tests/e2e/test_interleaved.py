@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
-from saga.ops import compare
+from saga.ops.journeys import compare
 
 TERMS = {"amount": 10000, "termMonths": 36}
 

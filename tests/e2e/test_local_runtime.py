@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from saga.ops import compare
+from saga.ops.journeys import compare
 from tests.system import LOANS_PROXY, free_port, read_log, start_local, stop_local
 
 

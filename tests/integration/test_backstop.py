@@ -14,7 +14,7 @@ from uuid6 import uuid7
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.service import MalformedEvent
 from functions.relay import bootstrap as relay_bootstrap
-from saga import ops
+from saga.ops import road2
 from shared import outbox, tables
 from shared.control_store import DynamoControlRecordStore
 from shared.dynamo import to_item
@@ -128,7 +128,7 @@ def test_an_unknown_event_type_is_refused_with_its_reason_and_dlq_list_says_so(d
         parse_event(body)
     assert refused.value.reason == "unknown event type 'JourneyArchived'"
     journeys = DynamoControlRecordStore(dynamodb, resources.journeys_table)
-    assert ops.diagnose(body, journeys)["reason"] == "unknown event type 'JourneyArchived'"
+    assert road2.diagnose(body, journeys)["reason"] == "unknown event type 'JourneyArchived'"
 
 
 def test_the_consumer_fails_an_unknown_type_so_it_lands_in_the_dlq(

@@ -9,7 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import urllib3
 
-from saga.faultproxy import FaultProxyServer, ProxyError, ToxiproxyClient
+from saga.faultproxy.client import ToxiproxyClient
+from saga.faultproxy.proxy import ProxyError
+from saga.faultproxy.server import FaultProxyServer
 from tests.system import free_port
 
 

@@ -35,7 +35,7 @@ from functions.relay.settings import RelaySettings
 from saga.local.inprocess import InProcessHttp
 from saga.local.pollers import StreamPoller
 from saga.local.resources import provision
-from saga.ops import compare
+from saga.ops.journeys import compare
 from shared import aws
 from shared.dynamo import from_item
 from shared.idempotency import Receipt

@@ -12,17 +12,17 @@ import pytest
 import urllib3
 from mcp import Client
 
-from saga.mcp_server import (
+from saga.journey_tools import JourneyTools
+from saga.mcp_server import create_server
+from saga.openapi_tools import KEY_ARGUMENT
+from saga.orchestrator_api import (
     ApiReply,
     ApiUnreachable,
     HttpOrchestratorApi,
-    JourneyTools,
     TransportRetry,
     UnreadableDocument,
-    create_server,
     fetch_document,
 )
-from saga.openapi_tools import KEY_ARGUMENT
 from tests.fakes import FakeOrchestratorApi, InProcessOrchestrator
 from tests.support import AGENT_OPERATIONS
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from saga.mcp_server import JourneyTools
+from saga.journey_tools import JourneyTools
 from saga.openapi_tools import KEY_ARGUMENT, InvalidArguments, Operation, operations, resolve
 from tests.fakes import FakeOrchestratorApi, InProcessOrchestrator
 

@@ -1,0 +1,114 @@
+"""The MCP server's port to the orchestrator's HTTP API (`OrchestratorApi`) and its adapter
+(`HttpOrchestratorApi`, urllib3, optionally SigV4-signed for a deployed stack): one attempt per call,
+and the server's own retries of a transport failure (`TransportRetry`). The tools come from the
+OpenAPI document the API serves (`fetch_document`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import urllib3
+
+from functions.orchestrator.loans_client import JsonHttpEndpoint
+from shared.idempotency import REPLAYED_HEADER
+
+DOCUMENT_PATH = "/openapi.json"
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One call of the orchestrator's API: method, path (from the base URL), JSON body, headers."""
+
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ApiReply:
+    """The API's answer: its status, body and headers."""
+
+    status: int
+    body: Any  # the JSON answer, or the text of one that is not JSON
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def replayed(self) -> bool:
+        """The answer is the recorded one of an earlier request (Idempotent-Replayed: true)."""
+        return str(self.headers.get(REPLAYED_HEADER, self.headers.get(REPLAYED_HEADER.lower(), ""))).lower() == "true"
+
+
+class ApiUnreachable(Exception):
+    """The request may or may not have reached the API (refused, reset, timed out): retry it, with its key."""
+
+
+class OrchestratorApi(Protocol):
+    """The port to the orchestrator's HTTP API."""
+
+    def send(self, request: ApiRequest) -> ApiReply:
+        """One attempt; ApiUnreachable when the transport failed."""
+        ...
+
+
+class HttpOrchestratorApi(JsonHttpEndpoint):
+    """OrchestratorApi over HTTP(S) with urllib3: one attempt per call (JourneyTools retries), signed with
+    SigV4 (service execute-api) when a signer is given."""
+
+    def send(self, request: ApiRequest) -> ApiReply:
+        """One attempt; ApiUnreachable when the transport failed."""
+        headers = {"Accept": "application/json", **request.headers}
+        if request.body is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            response = self._request(request.method, request.path, request.body, headers)
+        except urllib3.exceptions.HTTPError as error:
+            raise ApiUnreachable(f"{type(error).__name__}: {error}") from error
+        try:
+            payload: Any = json.loads(response.data) if response.data else None
+        except ValueError:
+            payload = response.data.decode(errors="replace")
+        return ApiReply(response.status, payload, dict(response.headers))
+
+
+@dataclass(frozen=True)
+class TransportRetry:
+    """The server's own retries of a transport failure, each with the same request and key. The API's
+    own answers are never retried here: a 503 problem already spent the orchestrator's retry budget,
+    and the model decides from its `retryable`."""
+
+    attempts: int = 3
+    base_delay_seconds: float = 0.5
+
+    def delays(self) -> list[float]:
+        """The pauses between attempts: base, then doubling."""
+        return [self.base_delay_seconds * 2**attempt for attempt in range(self.attempts - 1)]
+
+    def send(self, api: OrchestratorApi, request: ApiRequest, sleep: Callable[[float], None]) -> ApiReply:
+        """`request` sent until it gets an answer, at most `attempts` times; ApiUnreachable after the last."""
+        delays = self.delays()
+        while True:
+            try:
+                return api.send(request)
+            except ApiUnreachable:
+                if not delays:
+                    raise
+                sleep(delays.pop(0))
+
+
+class UnreadableDocument(Exception):
+    """The orchestrator's OpenAPI document could not be fetched or read."""
+
+
+def fetch_document(api: OrchestratorApi, retry: TransportRetry, sleep: Callable[[float], None]) -> dict[str, Any]:
+    """The orchestrator's OpenAPI document, the source of every tool."""
+    try:
+        reply = retry.send(api, ApiRequest("GET", DOCUMENT_PATH), sleep)
+    except ApiUnreachable as error:
+        raise UnreadableDocument(f"unreachable: {error}") from error
+    if reply.status != 200 or not isinstance(reply.body, dict) or not isinstance(reply.body.get("paths"), dict):
+        raise UnreadableDocument(f"GET {DOCUMENT_PATH} answered {reply.status}: {str(reply.body)[:300]}")
+    return reply.body
