@@ -125,8 +125,13 @@ def install(app: APIGatewayRestResolver) -> None:
 
     @app.exception_handler(errors.DomainError)
     def _domain(error: errors.DomainError) -> Response[str]:
-        logger.info("domain error", extra={"error": type(error).__name__, "detail": error.detail})
-        return domain_problem(error)
+        answer = domain_problem(error)
+        fields = {"error": type(error).__name__, "detail": error.detail}
+        if answer.status_code >= 500:  # ours to fix, not the caller's: a bug or corrupt data
+            logger.error("domain error", extra=fields, exc_info=error)
+        else:
+            logger.info("domain error", extra=fields)
+        return answer
 
     @app.exception_handler(RequestValidationError)
     def _validation(error: RequestValidationError) -> Response[str]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from saga.local.apigw import LambdaContextStub, proxy_event
-from shared import problems
+from shared import errors, problems
 
 
 def answer_when_the_route_raises(error: Exception) -> tuple[int, dict]:
@@ -60,3 +61,22 @@ def test_anything_else_unexpected_is_500(error):
     status, problem = answer_when_the_route_raises(error)
     assert status == 500
     assert "bug" not in problem["detail"]
+
+
+def test_a_broken_invariant_is_500_not_retryable_and_logged_as_an_error(caplog):
+    # Given a route that finds its own state contradicting itself
+    error = errors.InvariantBroken("journey j is simulated and holds no simulation")
+    # When it raises
+    with caplog.at_level(logging.INFO, logger=problems.logger.name):
+        status, problem = answer_when_the_route_raises(error)
+    # Then the agent is told not to repeat it, and an operator finds it at ERROR with its stack
+    assert (status, problem["retryable"], problem["type"].rsplit(":", 1)[-1]) == (500, False, "invariant-broken")
+    logged = [r for r in caplog.records if r.getMessage() == "domain error"]
+    assert [(r.levelno, r.exc_info is not None) for r in logged] == [(logging.ERROR, True)]
+
+
+def test_a_refused_command_is_logged_at_info_only(caplog):
+    with caplog.at_level(logging.INFO, logger=problems.logger.name):
+        status, _ = answer_when_the_route_raises(errors.BusinessRuleViolated("already disbursed"))
+    assert status == 409
+    assert [r.levelno for r in caplog.records if r.getMessage() == "domain error"] == [logging.INFO]
