@@ -134,10 +134,18 @@ class MotoProcess:
         )
         self._process.start()
         child_end.close()
-        if not self._pipe.poll(timeout):
+        try:
+            if not self._pipe.poll(timeout):
+                raise RuntimeError(f"the moto endpoint did not start within {timeout} s")
+            answer = self._pipe.recv()
+        except EOFError:  # the child died before it could serve (e.g. the port is taken)
+            answer = None
+        if not isinstance(answer, int):
             self.stop()
-            raise RuntimeError(f"the moto endpoint did not start within {timeout} s")
-        self._port = self._pipe.recv()
+            raise RuntimeError(
+                f"the moto endpoint could not serve on {self._host}:{self._port}: {answer or 'it exited'}"
+            )
+        self._port = answer
         return self
 
     def reset(self) -> None:
@@ -150,15 +158,21 @@ class MotoProcess:
         if self._process is not None:
             self._process.join(timeout=5)
             if self._process.is_alive():
-                self._process.terminate()
+                self._process.kill()  # it ignores SIGINT and SIGTERM (see _serve)
                 self._process.join(timeout=5)
 
 
 def _serve(host: str, port: int, seed: int | None, parent: Connection) -> None:
-    """The child's whole life: serve until the parent closes the pipe or dies. Ctrl-C reaches the whole
-    process group: the parent stops its pollers first, and this endpoint last (LocalRuntime.stop)."""
+    """The child's whole life: serve until the parent closes the pipe or dies. Ctrl-C or a SIGTERM
+    reaches the whole process group: the parent stops its pollers first, and this endpoint last
+    (LocalRuntime.stop), so the child leaves both signals to its parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    server = MotoServer(host, port, fault_seed=seed).start()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        server = MotoServer(host, port, fault_seed=seed).start()
+    except (OSError, SystemExit) as error:  # werkzeug exits on a bind error (a port in use): say so
+        parent.send(str(error) if isinstance(error, OSError) else "cannot bind the address (is the port in use?)")
+        return
     parent.send(server.port)
     with contextlib.suppress(EOFError, OSError):
         parent.recv()

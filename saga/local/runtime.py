@@ -117,6 +117,14 @@ class LocalRuntime:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> LocalRuntime:
+        """Start every part; a part that fails to start stops the ones already running."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> LocalRuntime:
         c = self.config
         self._moto = MotoProcess(c.host, c.aws_port, fault_seed=c.aws_fault_seed).start()
         resources = self.resources = provision(self._moto.url, c.region)

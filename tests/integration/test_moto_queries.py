@@ -100,22 +100,30 @@ def test_a_patched_query_answers_every_page_as_moto_does(
     assert sum(page["Count"] for page in patched) > 0 or "nobody" in str(query)
 
 
-def test_a_patched_query_never_lists_the_whole_table(
+def test_a_patched_query_never_asks_moto_to_list_and_sort_the_whole_table(
     table: str, dynamodb: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a spy on moto's listing of every item
+    # Given a spy on moto's sorted listing of every item, and on what each Query is handed
     listed: list[str] = []
-    every_item = Table.all_items
+    handed: list[int] = []
+    every_item, original = Table.all_items, moto_queries._original_query
 
     def spy(self: Table) -> Any:
         listed.append(self.name)
         return every_item(self)
 
+    def handed_over(self: Table, *args: Any, **kwargs: Any) -> Any:
+        handed.append(len(self.all_items()))
+        return original(self, *args, **kwargs)
+
     monkeypatch.setattr(Table, "all_items", spy)
+    monkeypatch.setattr(moto_queries, "_original_query", handed_over)
     # When a partition and an index are queried
     pages(dynamodb, QUERIES[0])
     pages(dynamodb, QUERIES[5])
-    # Then the table was never listed (a Scan still lists it, as it must)
+    # Then the table was never listed and sorted (a Scan still does, as it must), the partition query
+    # was handed its 9 items, and the index query the 54 items unsorted
     assert listed == []
+    assert handed == [9, 54]
     dynamodb.scan(TableName=TABLE, Limit=1)
     assert listed == [TABLE]
