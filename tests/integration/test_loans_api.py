@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.meter import item_size
+from bench.billing import item_size
 from shared.dynamo import from_item, to_item
 from tests.support import ApiClient, json_of
 
