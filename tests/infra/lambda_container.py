@@ -16,9 +16,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, TextIO
 
-import botocore.client
-
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
+from shared import aws
 
 Handler = Callable[[dict[str, Any], Any], Any]
 STAGE_PATH = "/v1"
@@ -37,15 +36,15 @@ def _what(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_calls(path: str) -> None:
-    make_api_call = botocore.client.BaseClient._make_api_call
+    """Append every AWS call of the clients made from now on to `path`, through botocore's event hooks on
+    the one session the functions' clients come from (shared/aws.py)."""
 
-    def recording(client: Any, operation: str, params: dict[str, Any]) -> Any:
+    def recording(params: dict[str, Any], model: Any, **_: Any) -> None:
         with open(path, "a") as calls:
-            service = client.meta.service_model.service_name
-            calls.write(json.dumps({"service": service, "operation": operation, **_what(params)}) + "\n")
-        return make_api_call(client, operation, params)
+            service = model.service_model.service_name
+            calls.write(json.dumps({"service": service, "operation": model.name, **_what(params)}) + "\n")
 
-    botocore.client.BaseClient._make_api_call = recording
+    aws.session().register("provide-client-params", recording)
 
 
 def load(handler: str) -> Handler:
