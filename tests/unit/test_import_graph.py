@@ -29,7 +29,7 @@ def _run(code: str, **env: str) -> str:
     return done.stdout
 
 
-def test_the_guard_sees_a_module_that_imports_boto3() -> None:
+def test_the_import_check_reports_a_module_that_imports_boto3() -> None:
     # Given the check the handlers go through, When a module that imports boto3 is checked,
     # Then it is reported (so an empty answer below means the modules are clean, not a blind check)
     loaded = json.loads(
@@ -41,7 +41,7 @@ def test_the_guard_sees_a_module_that_imports_boto3() -> None:
 
 
 @pytest.mark.parametrize("module", HANDLERS)
-def test_a_handler_module_imports_neither_s3transfer_nor_the_xray_sdk(module: str) -> None:
+def test_a_handler_module_imports_neither_boto3_s3transfer_nor_the_xray_sdk(module: str) -> None:
     # Given a fresh interpreter, When it imports the handler module (as Lambda's init does),
     # Then none of boto3, s3transfer, aws_xray_sdk is loaded
     code = f"import sys, json, {module}; print(json.dumps([m for m in {KEPT_OUT!r} if m in sys.modules]))"
