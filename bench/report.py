@@ -1,7 +1,10 @@
 """BENCHMARKS.md, rendered from what `make bench` measured (bench/measured.json) and nothing else: the
 prose is bench/report.template.md, the figures are the measurement's, and what is derived from them
 (ratios, dollars at bench/prices.py's prices, goals met or missed) is derived here. So the same
-measurement always renders the same report, and a report can be rendered again without measuring."""
+measurement always renders the same report, and a report can be rendered again without measuring.
+
+Over 250 lines: one small function per section of the report, and the prose kept out of the template
+(goals missed, reasons an init costs more than the floor) with the verdicts that choose it."""
 
 from __future__ import annotations
 
