@@ -26,7 +26,7 @@ RELAY_TIMEOUT = Duration.seconds(30)
 SWEEPER_TIMEOUT = Duration.seconds(60)
 CONSUMER_TIMEOUT = Duration.seconds(CONSUMER_TIMEOUT_SECONDS)
 AUDITOR_TIMEOUT = Duration.seconds(120)
-# Memory per function, in MB (Lambda bills GB-seconds at this size; bench/run.py prices them).
+# Memory per function, in MB (Lambda bills GB-seconds at this size; bench/report.py prices them).
 MEMORY_MB = {
     names.LOANS_API: 512,
     names.ORCHESTRATOR: 512,

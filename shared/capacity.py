@@ -28,7 +28,7 @@ UTILIZATION = 0.5
 @dataclass(frozen=True)
 class Workload:
     """What one journey (create, simulate, re-simulate, accept, disburse) costs, as the benchmark
-    measures it (bench/run.py checks these figures against its run)."""
+    measures it (docs/SCALE.md, written by bench/scale.py, sets these figures against its run)."""
 
     agent_commands: int = 5  # orchestrator API requests
     events: int = 4  # outbox events: one per loans-api command

@@ -2,14 +2,20 @@
 system built on them: the real loans-api handler and the real orchestrator service, with the real
 retry decorator between them, over a wire that can lose replies, hold attempts back for a late
 commit, or let another command land between two attempts. No sockets, no moto: every interleaving
-is deterministic, so a race is a unit test."""
+is deterministic, so a race is a unit test.
+
+Over 250 lines: the fakes of both services' ports and the system built on them belong together (a
+fake is only useful with the others)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
+import pytest
 import urllib3
 
 from functions.loans_api.api import create_app as create_loans_app
@@ -28,6 +34,7 @@ from saga.local.inprocess import InProcessHttp
 from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.control_record import ControlRecord
+from shared.errors import UpstreamUnavailable
 from shared.events import LoanEvent
 from shared.guards import guarded
 from shared.idempotency import Answer, Receipt, fingerprint
@@ -206,6 +213,27 @@ def agent_key(journey_id: str, key: str, body: dict[str, Any]) -> AgentKey:
     """The AgentKey the API makes of an agent's Idempotency-Key on simulate."""
     scope = keys.agent_scope(DEFAULT_CALLER, "simulateLoan", journey_id, key)
     return AgentKey(scope=scope, request_hash=fingerprint("simulateLoan", journey_id, body))
+
+
+def simulate(system: FakeSystem, journey: str, amount: int = 10000, key: str | None = None) -> Answer:
+    """The agent simulates `amount` over 36 months, with its own Idempotency-Key `key` if given."""
+    body = {"amount": Decimal(amount), "termMonths": 36}
+    return system.service.simulate(journey, Decimal(amount), 36, None if key is None else agent_key(journey, key, body))
+
+
+def every_reply_lost(system: FakeSystem, command: Callable[[], Any]) -> None:
+    """`command` commits at loans-api, but the replies of all its attempts are lost: the agent gets a 503."""
+    system.wire.persistent_fault = "lose"
+    with pytest.raises(UpstreamUnavailable):
+        command()
+    system.wire.persistent_fault = None
+
+
+def abandon_a_simulate(system: FakeSystem, journey: str, amount: int = 10000) -> None:
+    """A simulate whose five attempts are all held back (each may commit later): the agent gets 503."""
+    system.wire.faults = ["hold"] * 5
+    with pytest.raises(UpstreamUnavailable):
+        simulate(system, journey, amount)
 
 
 def state_of(result: Answer) -> str:

@@ -35,12 +35,13 @@ class ApiClient:
         method: str,
         path: str,
         body: Any = None,
-        headers: Mapping[str, str] | None = None,
+        headers: Mapping[str, str | None] | None = None,
         raw: bytes | None = None,
     ) -> HttpResponse:
+        """`headers` add to (or replace) `Content-Type: application/json`; a header given as None is not sent."""
         payload = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        all_headers = {"Content-Type": "application/json", **(headers or {})}
-        event = proxy_event(method, path, all_headers, payload)
+        given = {"Content-Type": "application/json", **(headers or {})}
+        event = proxy_event(method, path, {name: value for name, value in given.items() if value is not None}, payload)
         return http_response(self.handler(event, LambdaContextStub(self.name)))
 
     def post(self, path: str, body: Any = None, key: str | None = None, **kwargs: Any) -> HttpResponse:

@@ -63,7 +63,7 @@ def fuzzed():
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)
 @pytest.mark.parametrize("api", ["orchestrator", "loans-api"])
-def test_fuzz(fuzzed, api, mode):
+def test_generated_requests_get_no_5xx_only_documented_answers_and_problem_json_errors(fuzzed, api, mode):
     url = fuzzed.api_url if api == "orchestrator" else fuzzed.loans_url
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
 

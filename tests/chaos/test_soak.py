@@ -3,16 +3,18 @@
 loans-api replies cut by the fault proxy after the commit, AWS faults at a few per cent on every
 service (saga/local/aws_faults.py), the relay dying between publish and mark and the consumer dying
 mid-batch now and then (as chaos 5/6). After the drain, every journey is checked against loans-api,
-and the ledger of figures is printed (and appended to SOAK_LEDGER_FILE when set: `make soak`)."""
+and the ledger of figures is printed (and appended to SOAK_LEDGER_FILE when set: `make soak`).
+
+Over 250 lines: one scenario, the system it runs on and its verification, which read in order; the
+agents are in soak_agents.py."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
-import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,6 +31,8 @@ from saga.local.runtime import LocalRuntime, RuntimeConfig
 from saga.ops.journeys import compare
 from shared import aws
 from shared.events import LoanEvent, parse_event
+from tests.chaos.soak_agents import Agents, Command, Tally, VersionSampler, script
+from tests.crashes import ConsumerDiesMidBatch, RelayDiesAfterPublish, at_rate
 from tests.system import LOANS_PROXY, System, free_port
 
 JOURNEYS = int(os.environ.get("SOAK_JOURNEYS", "100"))
@@ -53,181 +57,6 @@ AWS_FAULTS = (
 )
 
 
-# -- the crashes of chaos 5 and 6, now and then ------------------------------------------------
-
-
-class SometimesCrashAfterPublish:
-    """The relay dies between publish and mark, on a fraction of its publishes."""
-
-    def __init__(self, inner: Any, rng: random.Random) -> None:
-        self.inner, self.rng, self.crashes = inner, rng, 0
-
-    def publish(self, events: Any) -> Any:
-        failed = self.inner.publish(events)
-        if self.rng.random() < CRASH_RATE:
-            self.crashes += 1
-            raise RuntimeError("relay killed between publish and mark")
-        return failed
-
-
-class SometimesCrashMidBatch:
-    """The consumer applies half of a batch, then dies before acknowledging anything, now and then."""
-
-    def __init__(self, inner: Any, rng: random.Random) -> None:
-        self.inner, self.rng, self.crashes = inner, rng, 0
-        self.lock = threading.Lock()
-
-    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        with self.lock:
-            crash = self.rng.random() < CRASH_RATE
-            self.crashes += crash
-        if crash:
-            self.inner({"Records": event["Records"][: max(1, len(event["Records"]) // 2)]}, context)
-            raise RuntimeError("consumer killed mid-batch")
-        return dict(self.inner(event, context))
-
-
-# -- what the agents do --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Command:
-    name: str  # create, simulate, accept, disburse, cancel
-    body: dict[str, Any] | None = None
-    key: str | None = None
-
-
-@dataclass
-class Tally:
-    """What the agents saw, shared by every agent thread."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    statuses: Counter[str] = field(default_factory=Counter)
-    violations: list[str] = field(default_factory=list)
-    # per journey: what was asked (for the duplicate bound) and what was acknowledged (for "lost")
-    asked: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
-    acknowledged: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    keys_seen: set[tuple[str, str]] = field(default_factory=set)
-    retried_5xx: int = 0
-    unconverged: int = 0
-
-    def note(self, status: int) -> None:
-        with self.lock:
-            self.statuses[f"http {status}"] += 1
-
-
-class Agents:
-    def __init__(self, system: System, tally: Tally, pool: ThreadPoolExecutor) -> None:
-        self.system, self.tally, self.pool = system, tally, pool
-
-    def send(self, journey_id: str, command: Command) -> Any:
-        """One agent's command: retried while it answers a retryable 5xx, as an LLM told so would."""
-        path = "/journeys" if command.name == "create" else f"/journeys/{journey_id}/{command.name}"
-        headers = {} if command.key is None else {"Idempotency_Key": command.key}
-        for attempt in range(AGENT_TRIES):
-            status, payload = self.system.api("POST", path, command.body, **headers)
-            self.tally.note(status)
-            if status < 500:
-                break
-            if not (isinstance(payload, dict) and payload.get("retryable") is True):
-                self._violation(f"{command} on {journey_id}: {status} not retryable: {payload}")
-                return None
-            with self.tally.lock:
-                self.tally.retried_5xx += 1
-                if command.key is None and journey_id:
-                    # Without a key, a repeat is a new command (a simulate makes another quote): the API
-                    # says so, and an agent that wants a repeat to be safe sends a key.
-                    self.tally.asked[journey_id][command.name] += 1
-            time.sleep(0.1 * (attempt + 1))
-        else:
-            with self.tally.lock:
-                self.tally.unconverged += 1
-            self._violation(f"{command} on {journey_id}: still {status} after {AGENT_TRIES} tries")
-            return None
-        jid = journey_id or (payload or {}).get("journeyId", "")
-        if status in (200, 201):
-            with self.tally.lock:
-                if payload.get("lastAppliedEventId"):
-                    self.tally.acknowledged[jid].add(payload["lastAppliedEventId"])
-            return payload
-        reused = status == 422 and (payload or {}).get("type", "").endswith("idempotency-key-reused")
-        if status == 409 or reused:
-            return payload
-        self._violation(f"{command} on {journey_id}: {status} {payload}")
-        return None
-
-    def burst(self, journey_id: str, commands: list[Command]) -> list[Any]:
-        """Several agents send their commands for one journey at the same moment."""
-        with self.tally.lock:
-            for command in commands:
-                # A keyed command counts once however often it is sent; each unkeyed send is a command.
-                if command.key is None or (journey_id, command.key) not in self.tally.keys_seen:
-                    self.tally.asked[journey_id][command.name] += 1
-                if command.key is not None:
-                    self.tally.keys_seen.add((journey_id, command.key))
-        futures = [self.pool.submit(self.send, journey_id, command) for command in commands]
-        return [future.result() for future in futures]
-
-    def _violation(self, what: str) -> None:
-        with self.tally.lock:
-            self.tally.violations.append(what)
-
-
-def script(index: int, rng: random.Random) -> list[list[Command]]:
-    """A random script of bursts for one journey (after its creation)."""
-
-    def simulate(keyed: bool, tag: str) -> Command:
-        body = {"amount": rng.choice([1000, 5000, 12000, 20000]), "termMonths": rng.choice([12, 24, 36])}
-        return Command("simulate", body, f"sim-{index}-{tag}" if keyed else None)
-
-    first = simulate(rng.random() < 0.6, "a")
-    bursts = [[first] * rng.randint(1, 2)]  # the same keyed (or unkeyed) simulate, at once
-    if first.key and rng.random() < 0.3:  # same key, another body, at the same moment
-        other = Command("simulate", {**(first.body or {}), "amount": 777}, first.key)
-        bursts[0].append(other)
-    if rng.random() < 0.5:  # a re-simulate racing an accept
-        bursts.append([simulate(rng.random() < 0.5, "b"), Command("accept")])
-    bursts.append([Command("accept")] * rng.randint(1, 3))
-    ending = rng.choice(["disburse", "cancel", "disburse+cancel", "cancel+simulate", "disburse+simulate"])
-    endings = {
-        "disburse": [Command("disburse")] * rng.randint(1, 3),
-        "cancel": [Command("cancel")] * rng.randint(1, 3),
-        "disburse+cancel": [Command("disburse"), Command("cancel")],
-        "cancel+simulate": [Command("cancel"), simulate(False, "c")],
-        "disburse+simulate": [Command("disburse"), simulate(True, "d")],
-    }
-    bursts.append(endings[ending])
-    if rng.random() < 0.3:  # an agent that repeats itself later: a keyed repeat, a disburse, a cancel
-        bursts.append([first, Command(rng.choice(["disburse", "cancel"]))])
-    return bursts
-
-
-class VersionSampler:
-    """Reads random Control Records while the agents work: a record's version never goes back."""
-
-    def __init__(self, system: System, journeys: list[str]) -> None:
-        self.system, self.journeys = system, journeys
-        self.seen: dict[str, int] = {}
-        self.samples = 0
-        self.went_back: list[tuple[str, int, int]] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        rng = random.Random(SEED)
-        while not self.stop.wait(0.02):
-            if not self.journeys:
-                continue
-            jid = rng.choice(self.journeys)
-            status, record = self.system.api("GET", f"/journeys/{jid}")
-            if status != 200:
-                continue
-            self.samples += 1
-            if record["version"] < self.seen.get(jid, 0):
-                self.went_back.append((jid, self.seen[jid], record["version"]))
-            self.seen[jid] = max(self.seen.get(jid, 0), record["version"])
-
-
 # -- the system under soak -----------------------------------------------------------------------
 
 
@@ -235,8 +64,8 @@ class VersionSampler:
 class Soaked:
     system: System
     runtime: LocalRuntime
-    relay: SometimesCrashAfterPublish
-    consumer: SometimesCrashMidBatch
+    relay: RelayDiesAfterPublish
+    consumer: ConsumerDiesMidBatch
 
 
 @pytest.fixture
@@ -249,11 +78,11 @@ def soaked() -> Iterator[Soaked]:
     rng = random.Random(SEED)
 
     def wrap_publisher(inner: Any) -> Any:
-        holders["relay"] = SometimesCrashAfterPublish(inner, rng)
+        holders["relay"] = RelayDiesAfterPublish(inner, at_rate(rng, CRASH_RATE))
         return holders["relay"]
 
     def wrap_consumer(inner: Any) -> Any:
-        holders["consumer"] = SometimesCrashMidBatch(inner, rng)
+        holders["consumer"] = ConsumerDiesMidBatch(inner, at_rate(rng, CRASH_RATE))
         return holders["consumer"]
 
     config = RuntimeConfig(
@@ -402,18 +231,18 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
     system.toxiproxy.add_toxic(LOANS_PROXY, "limit_data", stream="downstream", toxicity=REPLY_LOSS, name="cut", bytes=0)
     tally = Tally()
     journeys: list[str] = []
-    sampler = VersionSampler(system, journeys)
+    sampler = VersionSampler(system, journeys, SEED)
     sampler.thread.start()
     started = time.monotonic()
     scripts = [script(index, random.Random(rng.random())) for index in range(JOURNEYS)]
     with ThreadPoolExecutor(max_workers=AGENTS) as agents_pool:
-        agents = Agents(system, tally, agents_pool)
+        agents = Agents(system, tally, agents_pool, AGENT_TRIES)
 
         def drive(index: int) -> str | None:
             created = agents.burst("", [Command("create", {"customerId": f"soak-{index}"}, f"create-{index}")] * 2)
             ids = {answer["journeyId"] for answer in created if answer}
             if len(ids) != 1:
-                agents._violation(f"journey {index}: one key, creations {ids}")
+                agents.violation(f"journey {index}: one key, creations {ids}")
                 return None
             jid = ids.pop()
             journeys.append(jid)

@@ -25,7 +25,7 @@ def follow(system, record: dict, name: str, body: dict | None = None) -> tuple[i
     return status, payload
 
 
-def test_a_full_journey_over_http(system, clean_proxy):
+def test_an_agent_following_the_links_disburses_a_journey_that_agrees_with_loans_api_and_drains(system, clean_proxy):
     record = new_journey(system)
     status, record = follow(system, record, "simulate", {"amount": 10000, "termMonths": 36})
     assert (status, record["currentState"], record["simulation"]["monthlyPayment"]) == (200, "simulated", "312.90")
@@ -68,7 +68,7 @@ def test_the_backstop_alone_applies_the_event_when_road_one_is_cut(system, clean
     assert current["lastAppliedSeq"] == truth["seq"]
 
 
-def test_status_shows_a_drained_system(system, clean_proxy):
+def test_saga_status_shows_an_empty_outbox_queue_and_dlq_once_road_2_drained(system, clean_proxy):
     record = new_journey(system)
     follow(system, record, "simulate", {"amount": 5000, "termMonths": 12})
 
@@ -86,7 +86,7 @@ def test_status_shows_a_drained_system(system, clean_proxy):
     assert "outbox pending" in human
 
 
-def test_a_poison_message_shows_in_dlq_list_and_redrive_dry_run(system, clean_proxy):
+def test_a_poison_message_shows_in_dlq_list_and_a_redrive_dry_run_leaves_it_there(system, clean_proxy):
     from shared import aws, tables
 
     sqs = aws.client("sqs", "us-east-1", system.aws_url)
@@ -108,7 +108,7 @@ def test_a_poison_message_shows_in_dlq_list_and_redrive_dry_run(system, clean_pr
     assert entries[0]["messageId"] in out, "a dry run must leave the message in the DLQ"
 
 
-def test_journey_show_and_demo(system, clean_proxy):
+def test_saga_demo_disburses_a_journey_and_journey_show_says_it_agrees(system, clean_proxy):
     code, out = system.saga("demo")
     assert code == 0, out
     assert "disbursed" in out
@@ -133,7 +133,7 @@ def test_status_exits_non_zero_when_the_system_is_unreachable():
     assert "cannot reach" in done.stderr
 
 
-def test_starts_fast_and_stops_cleanly_on_sigterm(system, tmp_path):
+def test_saga_local_is_ready_within_60_s_and_stops_cleanly_on_sigterm(system, tmp_path):
     # The session's runtime became healthy within the goal (dependencies already installed)
     assert system.ready_seconds < 60
     log_path = str(tmp_path / "local.log")

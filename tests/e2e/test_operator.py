@@ -127,7 +127,7 @@ def test_the_audit_finds_an_out_of_sync_journey_repairs_it_and_then_all_agree(ro
     assert "applied by repair at" in shown.stdout
 
 
-def test_every_json_output_is_one_document(road2_off):
+def test_every_command_with_json_prints_one_json_document_and_unreachable_exits_2(road2_off):
     journey_id = out_of_sync_journey(road2_off, "json-e2e-1")
     commands = [
         ("status",),

@@ -16,9 +16,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, TextIO
 
-import botocore.client
-
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
+from shared import aws
 
 Handler = Callable[[dict[str, Any], Any], Any]
 STAGE_PATH = "/v1"
@@ -37,18 +36,16 @@ def _what(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_calls(path: str) -> None:
-    # botocore's private method every call of every client goes through; the stubs leave it out, so its
-    # two mentions are unknown attributes to mypy (the signature is botocore's, as `recording` states).
-    make_api_call = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+    """Append every AWS call of the clients made from now on to `path`, through botocore's event hooks on
+    the one session the functions' clients come from (shared/aws.py)."""
 
-    def recording(client: botocore.client.BaseClient, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    def recording(**event: Any) -> None:  # botocore passes params=, model=, context=...
+        params, model = event["params"], event["model"]
         with open(path, "a") as calls:
-            service = client.meta.service_model.service_name
-            calls.write(json.dumps({"service": service, "operation": operation, **_what(params)}) + "\n")
-        answer: dict[str, Any] = make_api_call(client, operation, params)
-        return answer
+            service = model.service_model.service_name
+            calls.write(json.dumps({"service": service, "operation": model.name, **_what(params)}) + "\n")
 
-    botocore.client.BaseClient._make_api_call = recording  # type: ignore[attr-defined]
+    aws.session().register("provide-client-params", recording)
 
 
 def load(handler: str) -> Handler:

@@ -6,49 +6,32 @@ schedule). Then each role is held to the AWS calls its function made: no more, n
 The template's deploy-time references (a table's name, the topic's ARN, loans-api's invoke URL) are
 replaced by the local resource that stands for the resource they name, and nothing else is: an
 environment variable that no Settings field reads, or a Settings field that is required and unset,
-fails here."""
+fails here.
+
+Over 250 lines: one deployed run (the module fixture) and the checks made on it; the harness is in
+tests/infra/deployment.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
-from pathlib import Path
-from typing import IO, Any
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import urllib3
 
-from functions.auditor.settings import AuditorSettings
-from functions.consumer.settings import ConsumerSettings
-from functions.loans_api.settings import LoansSettings
 from functions.orchestrator.settings import OrchestratorSettings
-from functions.relay.settings import RelaySettings
-from infra import packaging
-from saga.local.apigw import proxy_event
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import SqsPoller, StreamPoller
-from saga.local.resources import LocalResources, provision
+from saga.local.resources import provision
 from shared import aws
 from shared.settings import BaseSettings
 from shared.tables import JOURNEYS_TABLE, LOANS_TABLE, PENDING_INDEX
+from tests.infra.deployment import REGION, SETTINGS, Container, Deployment, api_call, named, scheduled_event
 from tests.infra.lambda_container import STAGE_PATH
 
-REGION = "us-east-1"
-SETTINGS: dict[str, type[BaseSettings]] = {
-    "LoansApi": LoansSettings,
-    "Orchestrator": OrchestratorSettings,
-    "Relay": RelaySettings,
-    "Sweeper": RelaySettings,
-    "Consumer": ConsumerSettings,
-    "Auditor": AuditorSettings,
-}
 # Set in every function by infra/functions.py for Powertools, which reads them itself.
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
 # Granted for what the platform does with the function's role, not for calls its code makes: writing its
@@ -70,74 +53,6 @@ PLATFORM_OF = {
 SWEEPER_OVERRIDES = {"SWEEP_THRESHOLD_SECONDS": "0"}
 
 
-def named(resources: dict[str, Any], kind: str, prefix: str) -> str:
-    [name] = [k for k, v in resources.items() if v["Type"] == kind and k.startswith(prefix)]
-    return name
-
-
-def resolve(value: Any, refs: dict[str, str], resources: dict[str, Any]) -> str:
-    """A template value with each reference replaced by the local stand-in of what it names."""
-    if isinstance(value, str):
-        return value
-    if set(value) == {"Ref"}:
-        return refs[value["Ref"]]
-    parts = value["Fn::Join"][1]
-    # The one composite value: an API's invoke URL, https://{api}.execute-api.{region}.{suffix}/{stage}
-    assert [p if isinstance(p, str) else next(iter(p)) for p in parts] == [
-        "https://", "Ref", ".execute-api.", "Ref", ".", "Ref", "/", "Ref"]  # fmt: skip
-    api, stage = parts[1]["Ref"], parts[7]["Ref"]
-    assert resources[stage]["Properties"]["RestApiId"] == {"Ref": api}
-    assert f"/{resources[stage]['Properties']['StageName']}" == STAGE_PATH
-    return refs[api]
-
-
-def _epoch_seconds(value: object) -> float:
-    """Lambda's events carry times as epoch seconds (a stream record's ApproximateCreationDateTime)."""
-    assert isinstance(value, datetime), value
-    return value.timestamp()
-
-
-@dataclass
-class Container:
-    """One function's interpreter; `invoke` has a handler's signature, so pollers can drive it."""
-
-    name: str
-    process: subprocess.Popen[str]
-    calls_file: Path
-    failures: list[str] = field(default_factory=list)
-
-    def invoke(self, event: dict[str, Any], context: Any = None) -> Any:
-        stdin, stdout = self._pipes()
-        try:
-            stdin.write(json.dumps(event, default=_epoch_seconds) + "\n")
-            stdin.flush()
-            answer = json.loads(stdout.readline())
-        except (TypeError, ValueError, OSError) as error:  # a poller would swallow it: keep it
-            self.failures.append(f"{type(error).__name__}: {error}")
-            raise
-        if "error" in answer:
-            self.failures.append(answer["error"])
-            raise RuntimeError(answer["error"])
-        result = answer["result"]
-        if isinstance(result, dict) and result.get("batchItemFailures"):
-            self.failures.append(json.dumps(result))
-        return result
-
-    def _pipes(self) -> tuple[IO[str], IO[str]]:
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        return self.process.stdin, self.process.stdout
-
-    def calls(self) -> list[dict[str, Any]]:
-        if not self.calls_file.exists():
-            return []
-        return [json.loads(line) for line in self.calls_file.read_text().splitlines()]
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=10)
-
-
 @dataclass
 class DeployedRun:
     template: dict[str, Any]
@@ -148,64 +63,6 @@ class DeployedRun:
     sweep: dict[str, Any]
     audit: dict[str, Any]
     dlq_depth: int
-
-
-class Deployment:
-    """Starts functions from the template's definitions, against one moto server."""
-
-    def __init__(self, template: dict[str, Any], moto: MotoServer, local: LocalResources, tmp: Path) -> None:
-        self.resources = template["Resources"]
-        self.moto, self.local, self.tmp = moto, local, tmp
-        self.refs = {
-            named(self.resources, "AWS::DynamoDB::Table", f"Data{LOANS_TABLE.logical_id}"): local.loans_table,
-            named(self.resources, "AWS::DynamoDB::Table", f"Data{JOURNEYS_TABLE.logical_id}"): local.journeys_table,
-            named(self.resources, "AWS::SNS::Topic", "MessagingEventsTopic"): local.topic_arn,
-        }
-        self.settings: dict[str, BaseSettings] = {}
-
-    def function(self, name: str) -> dict[str, Any]:
-        return dict(self.resources[named(self.resources, "AWS::Lambda::Function", f"Functions{name}")]["Properties"])
-
-    def environment(self, name: str) -> dict[str, str]:
-        variables = self.function(name)["Environment"]["Variables"]
-        return {key: resolve(value, self.refs, self.resources) for key, value in variables.items()}
-
-    def start(self, name: str, serve: bool = False, overrides: dict[str, str] | None = None) -> Container:
-        deployed = self.environment(name)
-        environment = {
-            **deployed,
-            **(overrides or {}),
-            # What the Lambda runtime sets, and the local endpoint in place of AWS's.
-            "AWS_REGION": REGION,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_ENDPOINT_URL": self.moto.url,
-            "PATH": os.environ["PATH"],
-            "PYTHONPATH": str(packaging.ROOT),
-            "RECORD_CALLS_TO": str(self.tmp / f"{name}.calls"),
-        }
-        self.settings[name] = SETTINGS[name].from_env(environment)
-        handler = self.function(name)["Handler"]
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.infra.lambda_container", handler, *(["--serve"] if serve else [])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(self.tmp / f"{name}.log").open("w"),
-            text=True, env=environment, cwd=packaging.ROOT,
-        )  # fmt: skip
-        return Container(name, process, self.tmp / f"{name}.calls")
-
-
-def api_call(container: Container, method: str, path: str, body: Any = None, key: str | None = None) -> Any:
-    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key else {})}
-    event = proxy_event(method, path, headers, None if body is None else json.dumps(body).encode(), stage="v1")
-    return container.invoke(event)
-
-
-def scheduled_event() -> dict[str, Any]:
-    """What EventBridge's schedule sends a function."""
-    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event", "source": "aws.events",
-            "account": "123456789012", "region": REGION, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "resources": [], "detail": {}}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -331,7 +188,7 @@ def test_the_deployed_audit_sees_the_journey_road_2_had_not_delivered_yet(deploy
     assert deployed.audit["withinGrace"] == 1
 
 
-def test_road_2_alone_brings_the_control_record_to_the_truth(deployed):
+def test_road_2_alone_brings_the_record_to_the_simulation_road_1_never_reported(deployed):
     # (loans-api's reply to that simulation never reached the orchestrator)
     record = deployed.journey_only_road_2_knew
     assert record["currentState"] == "simulated", record

@@ -119,10 +119,22 @@ def test_the_bytecode_is_used_without_looking_at_the_sources(tmp_path):
     assert packaging.compile_command(sys.executable, tmp_path)[-3:-1] == ["-p", packaging.LAYER_PYTHON_PATH]
 
 
-@pytest.mark.parametrize("found", [True, False])
-def test_the_layer_compiles_only_with_the_runtimes_python(monkeypatch, found):
-    # Given a machine with (or without) python3.14 on its PATH and no uv-installed one
-    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}" if found else None)
-    monkeypatch.setattr(packaging, "_uv_python", lambda: None)
-    # When the layer looks for an interpreter, Then it takes only that version's
-    assert packaging.bytecode_interpreter() == (f"/usr/bin/python{packaging.PYTHON_VERSION}" if found else None)
+@pytest.mark.parametrize(
+    ("on_path", "uv_finds", "taken"),
+    [
+        (True, None, f"/usr/bin/python{packaging.PYTHON_VERSION}"),
+        (False, "/uv/python3.14", "/uv/python3.14"),
+        (False, None, None),
+    ],
+    ids=["on-the-path", "installed-by-uv", "nowhere"],
+)
+def test_the_layer_compiles_only_with_the_runtimes_python(monkeypatch, tmp_path, on_path, uv_finds, taken):
+    # Given a machine with (or without) python3.14 on its PATH, and a uv that finds (or does not find) one
+    uv = tmp_path / "uv"
+    asked_for_the_runtimes = f'[ "$1 $2 $4" = "python find {packaging.PYTHON_VERSION}" ]'
+    uv.write_text(f"#!/bin/sh\n{asked_for_the_runtimes} && echo {uv_finds}\n" if uv_finds else "#!/bin/sh\nexit 2\n")
+    uv.chmod(0o755)
+    on_this_machine = {f"python{packaging.PYTHON_VERSION}": f"/usr/bin/python{packaging.PYTHON_VERSION}", "uv": str(uv)}
+    monkeypatch.setattr(shutil, "which", lambda name: on_this_machine.get(name) if on_path or name == "uv" else None)
+    # When the layer looks for an interpreter, Then it takes that version's, from the PATH first
+    assert packaging.bytecode_interpreter() == taken

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import urllib3
@@ -34,6 +34,15 @@ def moto_server() -> Iterator[MotoServer]:
     server = MotoServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def faults(moto_server: MotoServer) -> Iterator[Any]:
+    """The endpoint's AWS faults (saga/local/aws_faults.py), none set, cleared again afterwards."""
+    moto_server.faults.clear()
+    moto_server.faults.injected.clear()
+    yield moto_server.faults
+    moto_server.faults.clear()
 
 
 @pytest.fixture

@@ -80,7 +80,9 @@ def test_a_record_behind_the_truth_is_listed_with_its_road_and_its_repair(
     assert report.oldest_age_seconds == finding.ageSeconds
 
 
-def test_within_the_grace_period_it_is_not_listed(dynamodb: DynamoDBClient, resources, loans_api, settings):
+def test_a_record_behind_within_the_grace_period_is_not_listed_but_noted_within_grace(
+    dynamodb: DynamoDBClient, resources, loans_api, settings
+):
     journey(dynamodb, resources, "j-fresh")
     event = simulate_at_loans_api(loans_api, "j-fresh")
     auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + timedelta(seconds=5))

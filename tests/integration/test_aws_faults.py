@@ -1,69 +1,25 @@
-"""AWS-side faults on the local moto endpoint (saga/local/aws_faults.py) and the fidelity of its
-transaction patch (saga/local/moto_transactions.py): each fault kind reaches boto3 in the shape real
-AWS gives it, botocore's retry modes as configured in production handle it as they would in AWS, and
-the loans-api conflict path (CommitStatus.CONFLICT -> decide again) is reached."""
+"""AWS-side faults on the local moto endpoint (saga/local/aws_faults.py): each fault kind reaches boto3 in
+the shape real AWS gives it, botocore's retry modes as configured in production handle it as they would in
+AWS, and the loans-api conflict path (CommitStatus.CONFLICT -> decide again) is reached. The fidelity of
+the endpoint's transactions is in test_moto_transactions.py."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 import urllib3
-from botocore.exceptions import ClientError, ConnectionClosedError
 
 from functions.orchestrator.bootstrap import DYNAMO_BUDGET
 from functions.relay.publisher import SnsPublisher
-from saga.local import moto_transactions
 from saga.local.aws_faults import CONTROL_PATH, FaultRule
-from saga.local.moto_server import MotoServer
-from saga.local.resources import LocalResources, provision
+from saga.local.resources import provision
 from shared import aws
 from shared.dynamo import to_item
 from shared.events import LoanEvent, LoanSnapshot
+from tests.integration.aws_calls import NO_RETRIES, error_of, put, sqs_client
 from tests.support import ApiClient
-
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
-
-NO_RETRIES = aws.AwsCallBudget(max_attempts=1)
-
-
-@pytest.fixture
-def faults(moto_server: MotoServer) -> Iterator[Any]:
-    moto_server.faults.clear()
-    moto_server.faults.injected.clear()
-    yield moto_server.faults
-    moto_server.faults.clear()
-
-
-def put(table: str, pk: str, **extra: Any) -> TransactWriteItemTypeDef:
-    return {
-        "Put": {
-            "TableName": table,
-            "Item": to_item({"pk": pk, "sk": "S", **extra}),
-            "ConditionExpression": "attribute_not_exists(pk)",
-        }
-    }
-
-
-def stream_inserts(resources: LocalResources) -> list[str]:
-    streams = aws.client("dynamodbstreams", resources.region, resources.endpoint_url, NO_RETRIES)
-    shard = streams.describe_stream(StreamArn=resources.loans_stream_arn)["StreamDescription"]["Shards"][0]
-    iterator = streams.get_shard_iterator(
-        StreamArn=resources.loans_stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-    )["ShardIterator"]
-    records = streams.get_records(ShardIterator=iterator)["Records"]
-    return [r["dynamodb"]["Keys"]["pk"]["S"] for r in records if r["eventName"] == "INSERT"]
-
-
-def error_of(call: Callable[[], object]) -> tuple[str, int, Mapping[str, Any]]:
-    with pytest.raises(ClientError) as caught:
-        call()
-    response = caught.value.response
-    return response["Error"]["Code"], response["ResponseMetadata"]["HTTPStatusCode"], response
-
 
 # -- each kind, its AWS shape through boto3 ---------------------------------------------------
 
@@ -146,8 +102,8 @@ def test_sns_throttling_and_failed_entries_reach_the_relays_publisher(faults, re
     ("operation", "kind", "status"),
     [("ReceiveMessage", "RequestThrottled", 400), ("DeleteMessage", "InternalError", 500)],
 )
-def test_sqs_errors_reach_boto3(faults, resources, operation, kind, status):
-    sqs = aws.client("sqs", resources.region, resources.endpoint_url, NO_RETRIES)
+def test_each_sqs_error_reaches_boto3_with_its_code_and_status(faults, resources, operation, kind, status):
+    sqs = sqs_client(resources)
     faults.add(FaultRule("sqs", operation, kind))
     if operation == "ReceiveMessage":
         call: Any = lambda: sqs.receive_message(QueueUrl=resources.events_queue_url)  # noqa: E731
@@ -179,99 +135,6 @@ def test_the_orchestrators_budget_absorbs_one_fault_and_surfaces_the_second(faul
     assert code == kind
     assert failed["ResponseMetadata"]["RetryAttempts"] == 1
     assert faults.injected[f"dynamodb:GetItem:{kind}"] == 3
-
-
-def test_a_transaction_whose_reply_is_lost_is_retried_with_its_token_and_commits_once(faults, resources):
-    # Given loans-api's client (standard mode, 3 attempts) and a transaction whose first reply is lost
-    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, aws.AwsCallBudget())
-    faults.add(FaultRule("dynamodb", "TransactWriteItems", "ReplyLost", limit=1))
-    items = [put(resources.loans_table, "LOST#1"), put(resources.loans_table, "LOST#2")]
-    # When it is called, Then botocore's retry (same ClientRequestToken) succeeds
-    response = dynamodb.transact_write_items(TransactItems=items)
-    assert response["ResponseMetadata"]["RetryAttempts"] == 1
-    assert faults.injected == {"dynamodb:TransactWriteItems:ReplyLost": 1}
-    # And it committed once: one INSERT per item on the stream
-    assert sorted(stream_inserts(resources)) == ["LOST#1", "LOST#2"]
-
-
-def test_a_lost_reply_without_retries_is_an_error_and_the_token_then_replays_it(faults, resources):
-    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
-    faults.add(FaultRule("dynamodb", "TransactWriteItems", "ReplyLost", limit=1))
-    items = [put(resources.loans_table, "LOST#3")]
-    with pytest.raises(ConnectionClosedError):
-        dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="lost-3")
-    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="lost-3")
-    assert stream_inserts(resources) == ["LOST#3"]
-
-
-# -- the transaction patch, against DynamoDB's documented behaviour ----------------------------
-
-
-def test_a_write_refused_after_the_checks_writes_nothing_at_all(resources):
-    # Given a transaction whose second Put is over DynamoDB's 400 KB item limit
-    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
-    items = [put(resources.loans_table, "BIG#1"), put(resources.loans_table, "BIG#2", blob="x" * 410_000)]
-    # When it is sent, Then DynamoDB's ValidationException, and neither item nor stream record exists
-    code, status, _ = error_of(lambda: dynamodb.transact_write_items(TransactItems=items))
-    assert (code, status) == ("ValidationException", 400)
-    assert "Item" not in dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "BIG#1", "sk": "S"}))
-    assert stream_inserts(resources) == []
-
-
-def test_an_update_undone_by_a_later_refusal_keeps_its_old_value(resources):
-    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
-    dynamodb.put_item(TableName=resources.loans_table, Item=to_item({"pk": "U#1", "sk": "S", "n": "old"}))
-    update: TransactWriteItemTypeDef = {
-        "Update": {
-            "TableName": resources.loans_table,
-            "Key": to_item({"pk": "U#1", "sk": "S"}),
-            "UpdateExpression": "SET n = :n",
-            "ExpressionAttributeValues": to_item({":n": "new"}),
-        }
-    }
-    error_of(
-        lambda: dynamodb.transact_write_items(
-            TransactItems=[update, put(resources.loans_table, "BIG#3", blob="x" * 410_000)]
-        )
-    )
-    item = dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "U#1", "sk": "S"}))["Item"]
-    assert item["n"] == {"S": "old"}
-
-
-@pytest.fixture
-def clock() -> Iterator[list[float]]:
-    now = [1_000.0]
-    previous = moto_transactions.tokens.clock
-    moto_transactions.tokens.clock = lambda: now[0]
-    yield now
-    moto_transactions.tokens.clock = previous
-
-
-def test_a_token_expires_after_ten_minutes(resources, clock):
-    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
-    items = [put(resources.loans_table, "TOK#1")]
-    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="tok-1")
-    clock[0] += 599
-    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="tok-1")  # still a replay
-    clock[0] += 1
-    # After 10 minutes the token is forgotten: the same call is a new transaction, and its condition fails
-    code, _, _ = error_of(lambda: dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="tok-1"))
-    assert code == "TransactionCanceledException"
-
-
-def test_a_token_reused_with_other_parameters_is_an_idempotent_parameter_mismatch(resources, clock):
-    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, NO_RETRIES)
-    dynamodb.transact_write_items(TransactItems=[put(resources.loans_table, "TOK#2")], ClientRequestToken="tok-2")
-    code, status, _ = error_of(
-        lambda: dynamodb.transact_write_items(
-            TransactItems=[put(resources.loans_table, "TOK#3")], ClientRequestToken="tok-2"
-        )
-    )
-    assert (code, status) == ("IdempotentParameterMismatchException", 400)
-    assert "Item" not in dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "TOK#3", "sk": "S"}))
-    # After the token expired, the other parameters are a new transaction
-    clock[0] += 600
-    dynamodb.transact_write_items(TransactItems=[put(resources.loans_table, "TOK#3")], ClientRequestToken="tok-2")
 
 
 # -- the conflict path in loans-api -----------------------------------------------------------

@@ -134,7 +134,7 @@ def test_an_unknown_event_type_is_refused_with_its_reason_and_dlq_list_says_so(d
 def test_the_consumer_fails_an_unknown_type_so_it_lands_in_the_dlq(
     sqs_poller, sqs: SQSClient, resources, consumer_settings
 ):
-    # Given an event of a type this consumer does not know, and a valid one for an unknown journey
+    # Given an event of a type this consumer does not know
     wire = json.loads(stale_event("j-unknown", 1).model_dump_json()) | {"type": "JourneyArchived"}
     sqs.send_message(QueueUrl=resources.events_queue_url, MessageBody=json.dumps(wire))
     # When the consumer polls until the queue is empty

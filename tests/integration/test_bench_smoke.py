@@ -6,15 +6,21 @@ from bench.run import main
 from bench.scale import main as scale_main
 
 
-def test_the_benchmark_runs_end_to_end_and_writes_every_figure(tmp_path):
+def test_a_smoke_run_writes_every_figure_and_the_report_renders_again_from_its_measured_file(tmp_path):
+    # Given a smoke run of the whole benchmark
     out = tmp_path / "BENCHMARKS.md"
     assert main(["--smoke", "--out", str(out)]) == 0
     report = out.read_text()
+    # Then the report has every figure
     for section in ("## 1. Cost per journey", "## 2. Critical path", "## 3. Local runtime under load",
                     "## 4. Consumer drain rate", "## 5. Cold start", "Billed units per journey by table and index",
-                    "### Dollars per 1M journeys", "| **total** |", "pending-outbox"):  # fmt: skip
+                    "### Dollars per 1M journeys", "| **total** |", "pending-outbox", "SMOKE RUN"):  # fmt: skip
         assert section in report, section
     assert "| simulate | 4 |" in report  # the critical path of a loans-backed command
+    # And rendering its measured file again, measuring nothing, gives the same report
+    again = tmp_path / "again.md"
+    assert main(["--render-only", "--measured", str(out.with_suffix(".json")), "--out", str(again)]) == 0
+    assert again.read_text() == report
     # And the scale model runs on what it measured
     scale = tmp_path / "SCALE.md"
     assert scale_main(["--measured", str(out.with_suffix(".json")), "--out", str(scale)]) == 0

@@ -86,7 +86,11 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("faults", FAULTS)
-@pytest.mark.parametrize(("state", "name", "body", "key"), COMMANDS)
+@pytest.mark.parametrize(
+    ("state", "name", "body", "key"),
+    COMMANDS,
+    ids=[f"{name}-from-{state}" + ("-with-an-agent-key" if key else "") for state, name, _, key in COMMANDS],
+)
 def test_every_command_answers_within_the_function_timeout(
     orchestrator, orchestrator_settings, loans_http, clock, state, name, body, key, faults
 ):

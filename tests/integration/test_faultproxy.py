@@ -53,7 +53,7 @@ def get(url: str, read_timeout: float = 5.0):
     )
 
 
-def test_without_toxics_traffic_passes(proxied):
+def test_without_toxics_a_reply_passes_whole(proxied):
     _, url = proxied
     assert get(url).data == b"hello" * 100
 
@@ -67,7 +67,7 @@ def test_limit_data_downstream_zero_loses_the_reply_after_the_request_arrived(pr
     assert _Upstream.hits == before + 1  # the server handled it: the write "committed"
 
 
-def test_latency_delays_and_timeout_and_reset_cut(proxied):
+def test_latency_delays_a_reply_and_timeout_and_reset_peer_cut_the_connection(proxied):
     client, url = proxied
     client.add_toxic("up", "latency", stream="downstream", latency=300)
     started = time.monotonic()
@@ -89,7 +89,7 @@ def test_a_toxicity_of_zero_never_applies(proxied):
     assert get(url).status == 200
 
 
-def test_control_api_errors(proxied):
+def test_the_control_api_answers_409_for_a_second_proxy_400_for_an_unknown_toxic_404_for_a_missing_one(proxied):
     client, _ = proxied
     with pytest.raises(ProxyError) as duplicate:
         client.create_proxy("up", upstream="127.0.0.1:1")

@@ -14,7 +14,7 @@ import pytest
 from saga.local.inprocess import InProcessHttp
 from shared.json_input import MAX_DEPTH
 from shared.problems import MAX_LISTED_ERRORS, PROBLEM_CONTENT_TYPE
-from tests.integration.test_loans_api import scan
+from tests.integration.aws_calls import scan
 from tests.support import ApiClient, json_of
 
 if TYPE_CHECKING:
@@ -32,12 +32,12 @@ class Api:
     path: str
     extra: dict[str, Any]
 
-    def simulate_raw(self, amount: str = "10000", term: str = "36", **headers: str) -> Any:
+    def simulate_raw(self, amount: str = "10000", term: str = "36", **headers: str | None) -> Any:
         fields = [f'"{name}": {json.dumps(value)}' for name, value in self.extra.items()]
         raw = "{" + ", ".join([*fields, f'"amount": {amount}', f'"termMonths": {term}']) + "}"
         return self.post_raw(raw.encode(), **headers)
 
-    def post_raw(self, raw: bytes, **headers: str) -> Any:
+    def post_raw(self, raw: bytes, **headers: str | None) -> Any:
         all_headers = {"Idempotency-Key": f"k-{len(raw)}-{hash(raw)}", **headers}
         return self.client.post(self.path, raw=raw, headers=all_headers)
 
@@ -83,6 +83,8 @@ def assert_problem(response: Any, status: int, slug: str) -> dict[str, Any]:
         "application/merge-patch+json",
         "application/json; charset=latin-1",
         "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/xml",
     ],
 )
 def test_a_body_that_is_not_plain_json_is_415(api, unchanged, content_type):
@@ -95,11 +97,21 @@ def test_a_body_that_is_not_plain_json_is_415(api, unchanged, content_type):
 
 
 @pytest.mark.parametrize(
-    "content_type", ["APPLICATION/JSON", "Application/Json; Charset=UTF-8", 'application/json;charset="utf-8"']
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "Application/Json; Charset=UTF-8",
+        'application/json;charset="utf-8"',
+        None,  # no Content-Type header at all: read as JSON
+    ],
+    ids=repr,
 )
-def test_json_media_types_are_compared_case_insensitively(api, content_type):
+def test_json_in_any_case_with_a_utf8_charset_or_without_a_content_type_is_accepted(api, content_type):
+    # Given a valid simulation sent with this Content-Type (or none), When it is posted, Then it is priced
     response = api.simulate_raw(**{"Content-Type": content_type})
     assert response.status in (200, 201), response.body[:300]
+    assert (json_of(response).get("simulation") or json_of(response))["amount"] == "10000.00"
 
 
 @pytest.mark.parametrize(
@@ -112,10 +124,19 @@ def test_json_media_types_are_compared_case_insensitively(api, content_type):
         ('{"amount": Infinity, "termMonths": 36}', "Infinity is not JSON"),
         ('{"amount": 10000, "termMonths": 36', "truncated"),
     ],
+    ids=["30000-nested-arrays", "a-20000-deep-value", "one-level-past-the-limit", "NaN", "Infinity", "truncated"],
 )
 def test_json_that_cannot_be_read_exactly_is_400(api, unchanged, raw, why):
     response = api.post_raw(raw.encode())
     assert_problem(response, 400, "malformed-json")
+    unchanged()
+
+
+def test_a_body_over_64_kib_is_413_and_nothing_is_written(api, unchanged):
+    # Given a simulation padded past 64 KiB with an unknown field (which alone would be a 422)
+    raw = json.dumps({**api.extra, "amount": 10000, "termMonths": 36, "pad": "x" * 70000}).encode()
+    # When it is posted, Then 413 before the body is read, and nothing is written
+    assert_problem(api.post_raw(raw), 413, "too-large")
     unchanged()
 
 
@@ -141,6 +162,19 @@ def test_nesting_up_to_the_limit_is_read_and_validated(api):
         ("1e999999999", "36"),
         ("10000", "1e999999999"),
         ("10000", "36.5"),
+    ],
+    ids=[
+        "5000-digit-amount",
+        "5000-digit-term",
+        "rounds-up-to-the-minimum",
+        "rounds-up-to-10000",
+        "400-digit-fraction",
+        "three-decimals",
+        "over-the-maximum",
+        "under-the-minimum",
+        "huge-exponent-amount",
+        "huge-exponent-term",
+        "fractional-term",
     ],
 )
 def test_money_and_terms_are_validated_exactly_never_rounded(api, unchanged, amount, term):

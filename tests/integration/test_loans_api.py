@@ -1,44 +1,22 @@
-"""loans-api on a moto server: atomic command receipts, replays, and the one-disbursement rule."""
+"""loans-api on a moto server: each command one transaction (domain, ledger, receipt, outbox, all or none),
+the one-disbursement rule, compensations inside a command, what it refuses. Its receipts and replays are in
+test_loans_api_receipts.py."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import pytest
 
-from bench.meter import item_size
 from shared.dynamo import from_item, to_item
-from tests.support import ApiClient, json_of
+from tests.integration.aws_calls import scan
+from tests.integration.journeys import LOANS_JOURNEY as JOURNEY
+from tests.integration.journeys import accepted_at_loans_api as accepted_journey
+from tests.integration.journeys import simulate_at_loans_api as simulate
+from tests.support import json_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef, TransactWriteItemTypeDef
-
-JOURNEY = "j-0001"
-
-
-def scan(dynamodb: DynamoDBClient, table: str) -> list[dict]:
-    items: list[dict] = []
-    kwargs: ScanInputTypeDef = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = dynamodb.scan(**kwargs)
-        items += [from_item(item) for item in page["Items"]]
-        if "LastEvaluatedKey" not in page:
-            return sorted(items, key=lambda i: (i["pk"], i["sk"]))
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
-def simulate(api: ApiClient, key: str, amount: int = 10000, term: int = 36, journey: str = JOURNEY):
-    return api.post("/simulations", {"journeyId": journey, "amount": amount, "termMonths": term}, key=key)
-
-
-def accepted_journey(api: ApiClient) -> tuple[dict, dict]:
-    simulation = json_of(simulate(api, "k-sim"))
-    acceptance = json_of(
-        api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": simulation["simulationId"]}, key="k-acc")
-    )
-    return simulation, acceptance
 
 
 def test_simulation_commits_domain_receipt_ledger_and_outbox_together(loans_api, dynamodb: DynamoDBClient, resources):
@@ -59,41 +37,6 @@ def test_simulation_commits_domain_receipt_ledger_and_outbox_together(loans_api,
     assert events[0]["status"] == "PENDING"
     assert events[0]["pendingShard"].startswith("PENDING#")
     assert events[0]["eventId"] == body["eventId"]
-
-
-def test_replay_returns_the_recorded_body_byte_for_byte(loans_api):
-    # Given a committed simulation
-    first = simulate(loans_api, "k1")
-    # When the same key and body arrive again (with keys in another order)
-    again = loans_api.post("/simulations", {"termMonths": 36, "amount": 10000, "journeyId": JOURNEY}, key="k1")
-    # Then the recorded status and body come back, marked as a replay
-    assert again.status == first.status == 201
-    assert again.body == first.body
-    assert again.headers.get("Idempotent-Replayed") == "true"
-    assert "Idempotent-Replayed" not in first.headers
-
-
-def test_same_key_with_a_different_body_is_422_and_writes_nothing(loans_api, dynamodb: DynamoDBClient, resources):
-    simulate(loans_api, "k1")
-    before = scan(dynamodb, resources.loans_table)
-    response = simulate(loans_api, "k1", amount=20000)
-    assert response.status == 422
-    assert response.headers["Content-Type"] == "application/problem+json"
-    assert json_of(response)["type"].endswith("idempotency-key-reused")
-    assert scan(dynamodb, resources.loans_table) == before
-
-
-@pytest.mark.parametrize("path", ["/simulations", "/acceptances", "/disbursements"])
-def test_a_write_without_a_key_is_400(loans_api, dynamodb: DynamoDBClient, resources, path):
-    bodies = {
-        "/simulations": {"journeyId": JOURNEY, "amount": 1000, "termMonths": 12},
-        "/acceptances": {"journeyId": JOURNEY, "simulationId": "s1"},
-        "/disbursements": {"journeyId": JOURNEY, "acceptanceId": "a1"},
-    }
-    response = loans_api.post(path, bodies[path])
-    assert response.status == 400
-    assert json_of(response)["retryable"] is False
-    assert scan(dynamodb, resources.loans_table) == []
 
 
 def test_a_business_violation_writes_nothing_at_all(loans_api, dynamodb: DynamoDBClient, resources):
@@ -148,7 +91,7 @@ def test_the_disbursement_condition_holds_inside_the_transaction(loans_api, dyna
     assert scan(dynamodb, resources.loans_table) == before
 
 
-def test_seq_grows_by_one_per_event_and_each_command_has_one_outbox_item(
+def test_each_command_commits_one_event_numbered_in_order_with_one_receipt(
     loans_api, dynamodb: DynamoDBClient, resources
 ):
     # Given a journey walked through every command
@@ -236,17 +179,6 @@ def test_a_disbursed_journey_cannot_be_cancelled(loans_api):
     assert json_of(loans_api.get(f"/journeys/{JOURNEY}"))["state"] == "disbursed"
 
 
-def test_the_fingerprint_is_over_the_validated_request(loans_api):
-    # Given a simulation keyed k1 for 10000
-    first = simulate(loans_api, "k1", amount=10000)
-    # When the same amount arrives spelled 10000.0 and 1e4, Then both replay; 10000.5 is another request
-    for spelled in (b"10000.0", b"1e4"):
-        raw = b'{"journeyId": "' + JOURNEY.encode() + b'", "amount": ' + spelled + b', "termMonths": 36}'
-        again = loans_api.post("/simulations", raw=raw, key="k1")
-        assert (again.status, again.body) == (201, first.body)
-    assert simulate(loans_api, "k1", amount=10000.5).status == 422  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize(
     ("path", "body"),
     [
@@ -263,6 +195,20 @@ def test_the_fingerprint_is_over_the_validated_request(loans_api):
         ("/acceptances", {"journeyId": JOURNEY}),
         ("/disbursements", []),
     ],
+    ids=[
+        "amount-below-500",
+        "amount-above-100000",
+        "term-under-3",
+        "term-over-120",
+        "term-a-string",
+        "amount-a-word",
+        "amount-of-three-decimals",
+        "an-unknown-field",
+        "no-journey",
+        "a-journey-id-with-spaces",
+        "acceptance-without-simulation",
+        "disbursement-not-an-object",
+    ],
 )
 def test_invalid_input_is_a_422_problem_and_writes_nothing(loans_api, dynamodb: DynamoDBClient, resources, path, body):
     response = loans_api.post(path, body, key="k")
@@ -273,16 +219,7 @@ def test_invalid_input_is_a_422_problem_and_writes_nothing(loans_api, dynamodb: 
     assert scan(dynamodb, resources.loans_table) == []
 
 
-def test_malformed_json_is_400_and_oversized_body_is_413(loans_api, dynamodb: DynamoDBClient, resources):
-    assert loans_api.post("/simulations", raw=b'{"journeyId": ', key="k").status == 400
-    huge = json.dumps({"journeyId": JOURNEY, "amount": 1000, "termMonths": 12, "pad": "x" * 70000}).encode()
-    response = loans_api.post("/simulations", raw=huge, key="k")
-    assert response.status == 413
-    assert json_of(response)["status"] == 413
-    assert scan(dynamodb, resources.loans_table) == []
-
-
-def test_unknown_things_are_404_problems(loans_api):
+def test_an_unknown_journey_or_route_is_a_404_problem(loans_api):
     for response in (
         loans_api.get("/journeys/nobody"),
         loans_api.get("/no/such/route"),
@@ -291,63 +228,9 @@ def test_unknown_things_are_404_problems(loans_api):
         assert response.headers["Content-Type"] == "application/problem+json"
 
 
-def test_a_transaction_retried_with_its_token_succeeds_again(dynamodb: DynamoDBClient, resources):
-    # Given a committed transaction (botocore retries a timed-out call with the same token)
-    put: TransactWriteItemTypeDef = {
-        "Put": {
-            "TableName": resources.loans_table,
-            "Item": to_item({"pk": "T#1", "sk": "T"}),
-            "ConditionExpression": "attribute_not_exists(pk)",
-        }
-    }
-    items = [put]
-    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-1")
-    # When it arrives again with the same token, Then it succeeds (as in DynamoDB), writing nothing new
-    dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-1")
-    # And without the token its condition fails, as it should
-    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
-        dynamodb.transact_write_items(TransactItems=items, ClientRequestToken="token-2")
-
-
-def test_a_command_decided_on_another_ledger_position_is_412_after_the_replay_check(
-    loans_api, dynamodb: DynamoDBClient, resources
-):
-    # Given a journey at seq 1
-    first = simulate(loans_api, "k1")
-    before = scan(dynamodb, resources.loans_table)
-    body = {"journeyId": JOURNEY, "amount": 9000, "termMonths": 12}
-    # When a new command says it was decided at seq 0
-    moved = loans_api.post("/simulations", body, key="k2", headers={"Expected-Ledger-Seq": "0"})
-    # Then it is refused with 412 and nothing is written
-    assert moved.status == 412
-    assert json_of(moved)["type"].endswith("ledger-moved")
-    assert scan(dynamodb, resources.loans_table) == before
-    # But a repeat of k1 decided at seq 0 is still answered from its receipt (the precondition is not the request)
-    raw = json.dumps({"journeyId": JOURNEY, "amount": 10000, "termMonths": 36}).encode()
-    replay = loans_api.post("/simulations", raw=raw, key="k1", headers={"Expected-Ledger-Seq": "0"})
-    assert (replay.status, replay.body) == (201, first.body)
-    # And decided at the right position it commits
-    assert loans_api.post("/simulations", body, key="k2", headers={"Expected-Ledger-Seq": "1"}).status == 201
-
-
 def test_the_ledger_route_answers_where_the_journey_stands_in_one_read(loans_api):
     assert loans_api.get(f"/journeys/{JOURNEY}/ledger").status == 404
     _, acceptance = accepted_journey(loans_api)
     ledger = json_of(loans_api.get(f"/journeys/{JOURNEY}/ledger"))
     assert (ledger["seq"], ledger["state"]) == (2, "accepted")
     assert ledger["lastEvent"]["snapshot"]["acceptance"]["acceptanceId"] == acceptance["acceptanceId"]
-
-
-def test_a_receipt_is_written_in_under_1_kb_and_its_replay_is_the_recorded_body(
-    loans_api, dynamodb: DynamoDBClient, resources
-):
-    # Given a committed simulation, whose answer carries its whole event
-    first = simulate(loans_api, "k-small")
-    # Then its receipt holds the body compressed to under half its size, and fits one write unit
-    raw = dynamodb.get_item(TableName=resources.loans_table, Key=to_item({"pk": "RECEIPT#k-small", "sk": "RECEIPT"}))
-    assert "body" not in raw["Item"]
-    assert len(raw["Item"]["bodyZ"]["B"]) < len(first.body) / 2
-    assert item_size(raw["Item"]) < 1024
-    # And a replay answers the recorded body, byte for byte
-    again = simulate(loans_api, "k-small")
-    assert (again.status, again.body) == (first.status, first.body)

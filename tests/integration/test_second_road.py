@@ -12,8 +12,9 @@ from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import SnsPublisher
 from shared import aws
 from shared.events import LoanEvent
-from tests.integration.test_loans_api import scan
-from tests.integration.test_orchestrator import command, new_journey, simulate, truth
+from tests.crashes import RelayDiesAfterPublish, once
+from tests.integration.aws_calls import scan
+from tests.integration.journeys import journey_in, new_journey, truth
 from tests.support import json_of, quiet_metrics
 
 if TYPE_CHECKING:
@@ -74,29 +75,12 @@ def test_road_one_lost_the_backstop_alone_brings_the_record_to_the_truth(
 
 
 def test_when_road_one_applied_the_backstop_is_a_noop(orchestrator, loans_http, stream_poller, sqs_poller):
-    journey = new_journey(orchestrator)
-    simulate(orchestrator, journey)
-    command(orchestrator, journey, "accept")
+    journey = journey_in(orchestrator, "accepted")
     before = record_of(orchestrator, journey)
     assert before["version"] == 2
     drain(stream_poller, sqs_poller)
     assert record_of(orchestrator, journey) == before
     assert {e["status"] for e in truth(loans_http, journey["journeyId"])["events"]} == {"NOTIFIED"}
-
-
-class CrashAfterPublish:
-    """Publishes, then dies before the relay can mark anything (once)."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.crashed = False
-
-    def publish(self, events):
-        result = self.inner.publish(events)
-        if not self.crashed:
-            self.crashed = True
-            raise RuntimeError("relay killed between publish and mark")
-        return result
 
 
 def test_relay_crash_between_publish_and_mark_republishes_and_the_consumer_dedups(
@@ -111,7 +95,7 @@ def test_relay_crash_between_publish_and_mark_republishes_and_the_consumer_dedup
 ):
     # Given a relay that dies once right after publishing
     sns = aws.client("sns", resources.region, resources.endpoint_url)
-    publisher = CrashAfterPublish(SnsPublisher(sns, resources.topic_arn))
+    publisher = RelayDiesAfterPublish(SnsPublisher(sns, resources.topic_arn), once())
     stream_poller.handler = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"), publisher)
     delivered: Counter[str] = Counter()
     consume = sqs_poller.handler
@@ -128,7 +112,7 @@ def test_relay_crash_between_publish_and_mark_republishes_and_the_consumer_dedup
     # When road 2 runs
     drain(stream_poller, sqs_poller)
     # Then the event was published twice, applied once, and the item ends NOTIFIED
-    assert publisher.crashed
+    assert publisher.crashes == 1
     assert delivered[reply["eventId"]] == 2
     assert record_of(orchestrator, journey)["version"] == 1
     assert [i["status"] for i in outbox_items(dynamodb, resources)] == ["NOTIFIED"]

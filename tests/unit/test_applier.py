@@ -98,7 +98,7 @@ def test_a_terminal_record_keeps_its_state_but_tracks_the_newer_seq():
     assert decision.record.lastAppliedSeq == 1
 
 
-def test_an_unreachable_target_is_skipped():
+def test_an_event_whose_state_the_record_cannot_reach_is_skipped():
     events = history([0])
     record = new_control_record("j1", "c1", NOW).model_copy(update={"currentState": "accepted"})
     snapshot = events[0].snapshot.model_copy(update={"state": "created"})

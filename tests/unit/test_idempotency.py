@@ -6,7 +6,7 @@ from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, MissingId
 from shared.idempotency import Receipt, fingerprint, require_key
 
 
-@pytest.mark.parametrize("key", [None, "", "   "])
+@pytest.mark.parametrize("key", [None, "", "   "], ids=["none", "empty", "blank"])
 def test_a_missing_or_blank_key_is_missing(key):
     with pytest.raises(MissingIdempotencyKey):
         require_key(key)
@@ -17,7 +17,7 @@ def test_a_key_over_255_characters_is_invalid_not_missing():
         require_key("x" * 256)
 
 
-@pytest.mark.parametrize("key", ["k", "x" * 255, "j-1:simulation:01H"])
+@pytest.mark.parametrize("key", ["k", "x" * 255, "j-1:simulation:01H"], ids=["1-char", "255-chars", "a-derived-key"])
 def test_keys_of_1_to_255_characters_pass(key):
     assert require_key(key) == key
 

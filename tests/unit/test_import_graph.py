@@ -50,7 +50,7 @@ def test_the_guard_sees_a_module_that_imports_boto3_or_a_stub() -> None:
 
 
 @pytest.mark.parametrize("module", HANDLERS)
-def test_a_handler_module_imports_neither_s3transfer_nor_the_xray_sdk(module: str) -> None:
+def test_a_handler_module_imports_neither_boto3_s3transfer_the_xray_sdk_nor_a_stub(module: str) -> None:
     # Given a fresh interpreter, When it imports the handler module (as Lambda's init does),
     # Then none of boto3, s3transfer, aws_xray_sdk, nor any typed-client stub module is loaded
     assert _kept_out_loaded(module) == []

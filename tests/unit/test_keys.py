@@ -1,6 +1,10 @@
 """The key scheme (D3): a key names one attempt of one command, scoped by the journey."""
 
+from decimal import Decimal
+from typing import Any
+
 from functions.orchestrator import keys
+from tests.fakes import FakeSystem
 
 
 def test_no_two_commands_share_a_key():
@@ -23,3 +27,32 @@ def test_an_agent_key_derives_one_nonce_per_scope():
     scope = "POST /journeys/j1/simulate K"
     assert keys.nonce_from_agent_key(scope) == keys.nonce_from_agent_key(scope)
     assert keys.nonce_from_agent_key(scope) != keys.nonce_from_agent_key("POST /journeys/j2/simulate K")
+
+
+def test_every_retry_of_a_command_carries_its_key_and_the_next_command_another():
+    # Given the orchestrator over a wire whose every first attempt commits and loses its reply, and
+    # loans-api recording the Idempotency-Key of every request that reaches it
+    system = FakeSystem()
+    sent: list[tuple[str, str]] = []
+    serve = system.wire.handler
+
+    def recording(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if event["httpMethod"] == "POST":
+            headers = {name.lower(): value for name, value in event["headers"].items()}
+            sent.append((event["path"], headers["idempotency-key"]))
+        return serve(event, context)
+
+    system.wire.handler = recording
+    journey = system.new_journey()
+    # When the agent simulates twice (no key of its own: two quotes) and accepts, each reply lost once
+    for command in (
+        lambda: system.service.simulate(journey, Decimal(10000), 36, None),
+        lambda: system.service.simulate(journey, Decimal(12000), 36, None),
+        lambda: system.service.accept(journey),
+    ):
+        system.wire.faults = ["lose"]
+        command()
+    # Then each command's retry carried the key of its first attempt, and no two commands shared one
+    simulate_1, retry_1, simulate_2, retry_2, accept, retry_3 = sent
+    assert (retry_1, retry_2, retry_3) == (simulate_1, simulate_2, accept)
+    assert len({simulate_1, simulate_2, accept}) == 3

@@ -62,7 +62,7 @@ def test_a_renamed_path_parameter_is_what_the_tool_takes(document):
         accept.request({old: "j-9"})
 
 
-def test_links_carrying_an_operation_id_become_tool_calls_too(document):
+def test_a_link_becomes_a_tool_call_by_its_operation_id_or_its_path_and_an_unknown_one_stays_a_link(document):
     # Given a renamed document and a record whose links name their operation (issue 12 adds operationId)
     (old,) = by_id(document)["acceptSimulation"].path_parameters
     api = FakeOrchestratorApi(renamed(document, old, "journeyRef"))

@@ -26,18 +26,18 @@ def test_quote_matches_the_hand_checked_table(amount, months, rate, payment, tot
     assert quote.total_repayable == Decimal(total)
 
 
-def test_money_is_decimal_with_two_places():
+def test_a_payment_has_two_decimal_places_and_the_total_is_it_times_the_months():
     quote = pricing.quote(Decimal("1234.56"), 24)
     assert quote.monthly_payment.as_tuple().exponent == -2
     assert quote.total_repayable == quote.monthly_payment * 24
 
 
-def test_rate_bands_and_large_loan_discount():
+def test_the_rate_rises_with_the_term_and_is_lower_for_a_large_long_loan():
     assert pricing.annual_rate(Decimal(1000), 12) == Decimal("0.0690")
     assert pricing.annual_rate(Decimal(1000), 13) == Decimal("0.0790")
     assert pricing.annual_rate(Decimal(1000), 61) == Decimal("0.0990")
     assert pricing.annual_rate(Decimal(20000), 61) == Decimal("0.0940")
 
 
-def test_zero_rate_divides_evenly():
+def test_at_a_zero_rate_the_payment_is_the_amount_over_the_months():
     assert pricing.monthly_payment(Decimal(1200), Decimal(0), 12) == Decimal("100.00")

@@ -49,6 +49,7 @@ def client_error(code: str, status: int) -> ClientError:
         client_error("ProvisionedThroughputExceededException", 400),
         client_error("InternalServerError", 500),
     ],
+    ids=["read-timeout", "throttling", "throughput-exceeded", "internal-server-error"],
 )
 def test_an_aws_call_that_failed_transiently_is_503_retryable(error):
     status, problem = answer_when_the_route_raises(error)
@@ -56,8 +57,10 @@ def test_an_aws_call_that_failed_transiently_is_503_retryable(error):
     assert problem["type"].endswith("dependency-unavailable")
 
 
-@pytest.mark.parametrize("error", [client_error("ValidationException", 400), KeyError("bug")])
-def test_anything_else_unexpected_is_500(error):
+@pytest.mark.parametrize(
+    "error", [client_error("ValidationException", 400), KeyError("bug")], ids=["validation-exception", "a-bug"]
+)
+def test_anything_else_unexpected_is_500_without_its_message(error):
     status, problem = answer_when_the_route_raises(error)
     assert status == 500
     assert "bug" not in problem["detail"]

@@ -145,6 +145,7 @@ class Requester:
         urllib3.exceptions.ReadTimeoutError(None, "http://x", "read timed out"),  # type: ignore[arg-type]
         urllib3.exceptions.NewConnectionError(None, "refused"),  # type: ignore[arg-type]
     ],
+    ids=["500", "503", "a-reply-cut-short", "connection-reset", "read-timeout", "connection-refused"],
 )
 def test_5xx_and_transport_failures_are_transient(outcome):
     client = HttpLoansClient("http://loans", Requester(outcome), urllib3.Timeout(1, 1))

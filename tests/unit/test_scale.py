@@ -1,8 +1,8 @@
-"""The scale model (bench/scale.py) and the settings a target rate derives (shared/capacity.py)."""
+"""The scale model (bench/limits.py) and the settings a target rate derives (shared/capacity.py)."""
 
 import pytest
 
-from bench.scale import Measured, first_bottleneck
+from bench.limits import Measured, first_bottleneck
 from shared.capacity import DEFAULT_CAPACITY, derive
 
 MEASURED = Measured(

@@ -1,7 +1,7 @@
-"""The benchmark's billing rules (bench/meter.py), against examples worked by hand from DynamoDB's
+"""The benchmark's billing rules (bench/billing.py), against examples worked by hand from DynamoDB's
 documented rules."""
 
-from bench.meter import IndexShape, index_write_units, item_size, message_chunks, write_units
+from bench.billing import IndexShape, index_write_units, item_size, message_chunks, write_units
 
 KEYS = ("pk", "sk")
 PENDING = IndexShape("pending", ("shard", "eventId"), "KEYS_ONLY")

@@ -1,0 +1,196 @@
+"""Figure 5 of BENCHMARKS.md: cold start. Each function's init (a fresh interpreter until its handler
+module is imported, its composition root built and its first client made) against a floor every
+Python function with these libraries pays, each run in the same loop so a busy machine slows all alike;
+then the first request through the Lambda entry, and what each init imports beyond the floor.
+
+The child builds the composition root by calling the handler module's cached builder (`_app`,
+`_handler`, ...): Lambda builds it on the first invocation, and the benchmark times it apart from that
+invocation. It is the one place outside the functions that names them; tests never do."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from saga.local.moto_server import MotoServer
+from saga.local.resources import provision
+
+COLD_START = {
+    "orchestrator": ("functions.orchestrator.handler", "_app"),
+    "loans-api": ("functions.loans_api.handler", "_app"),
+    "relay": ("functions.relay.handler", "_stream_handler"),
+    "consumer": ("functions.consumer.handler", "_handler"),
+    "auditor": ("functions.auditor.handler", "_audit"),
+}
+FLOOR = "floor"
+# What none of our functions can avoid: botocore's session, pydantic, Powertools' Logger and Metrics, one client.
+FLOOR_CODE = (
+    "import botocore.session, pydantic\n"
+    "from aws_lambda_powertools import Logger, Metrics\n"
+    "Logger(); Metrics()\n"
+    "botocore.session.get_session().create_client('dynamodb', region_name='us-east-1')\n"
+)
+# The first request after init, through the Lambda entry (Logger, Tracer, Metrics decorators included).
+FIRST_REQUEST = {
+    "loans-api": (
+        "POST",
+        "/simulations",
+        {"journeyId": "cold-{run}", "amount": 10000, "termMonths": 36},
+        {"Idempotency-Key": "cold-{run}"},
+    ),
+    "orchestrator": ("GET", "/journeys/cold-{run}", None, {}),
+}
+COLD_ENV = {
+    "LOANS_TABLE_NAME": "t",
+    "JOURNEYS_TABLE_NAME": "t",
+    "LOANS_API_URL": "http://loans",
+    "EVENTS_TOPIC_ARN": "arn:aws:sns:us-east-1:0:t",
+    "AWS_REGION": "us-east-1",
+}
+_CHILD = """
+import json, time
+{init}
+initialized = time.perf_counter()
+{first}
+first_ms = (time.perf_counter() - initialized) * 1000
+print(json.dumps({{"initialized": initialized, "first_ms": first_ms, "status": status}}))
+"""
+_FIRST = """
+from saga.local.apigw import LambdaContextStub, proxy_event
+event = proxy_event({method!r}, {path!r}, {headers!r}, {body!r})
+status = m.lambda_handler(event, LambdaContextStub("cold"))["statusCode"]
+"""
+
+
+@dataclass
+class ColdStart:
+    """Medians over the runs: init (fresh interpreter to composition root built and first client made) in ms,
+    per name and bytecode mode ("pyc": compiled files present, "source": compiled from source); first request ms."""
+
+    runs: int
+    init_ms: dict[tuple[str, str], float]
+    first_ms: dict[str, float]
+    first_status: dict[str, int]
+    beyond_floor: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def ratio(self, name: str, mode: str) -> float:
+        return self.init_ms[(name, mode)] / self.init_ms[(FLOOR, mode)]
+
+    def figures(self) -> dict[str, Any]:
+        """What bench/measured.json keeps of it, functions in the order they are reported."""
+        names = (FLOOR, *COLD_START)
+        return {
+            "runs": self.runs,
+            "initMs": {name: {mode: self.init_ms[(name, mode)] for mode in ("pyc", "source")} for name in names},
+            "firstRequest": {
+                name: {
+                    "method": FIRST_REQUEST[name][0],
+                    "path": FIRST_REQUEST[name][1],
+                    "ms": ms,
+                    "status": self.first_status[name],
+                }
+                for name, ms in self.first_ms.items()
+            },
+            "beyondFloorMs": {
+                name: [[package, ms] for package, ms in self.beyond_floor.get(name, {}).items()] for name in COLD_START
+            },
+        }
+
+
+def _child_code(name: str, run: int) -> str:
+    if name == FLOOR:
+        return _CHILD.format(init=FLOOR_CODE, first="status = 0")
+    module, builder = COLD_START[name]
+    first = "status = 0"
+    if name in FIRST_REQUEST:
+        method, path, body, headers = FIRST_REQUEST[name]
+        payload = None if body is None else json.dumps(body).replace("{run}", str(run)).encode()
+        first = _FIRST.format(
+            method=method,
+            path=path.format(run=run),
+            headers={"Content-Type": "application/json", **{k: v.format(run=run) for k, v in headers.items()}},
+            body=payload,
+        )
+    return _CHILD.format(init=f"import {module} as m\nm.{builder}()", first=first)
+
+
+def import_profile(name: str, env: dict[str, str]) -> dict[str, float]:
+    """Self import time (ms) per top-level package of what `name`'s init imports beyond the floor's
+    (one `-X importtime` run each)."""
+
+    def imported(code: str) -> dict[str, float]:
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", code], check=True, env=env, capture_output=True, text=True
+        )
+        selves: dict[str, float] = {}
+        for line in done.stderr.splitlines():
+            if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+                self_us, _, module = (part.strip() for part in line.removeprefix("import time:").split("|"))
+                selves[module] = int(self_us) / 1000
+        return selves
+
+    floor = imported(_child_code(FLOOR, -1))
+    extra: dict[str, float] = {}
+    for module, ms in imported(_child_code(name, -1)).items():
+        if module not in floor:
+            package = module if module.startswith(("functions.", "shared.")) else module.split(".")[0]
+            extra[package] = extra.get(package, 0.0) + ms
+    top = sorted(extra.items(), key=lambda item: -item[1])[:6]
+    return {package: round(ms, 1) for package, ms in top}
+
+
+def cold_start_ms(runs: int) -> ColdStart:
+    """The floor and every function, each run in the same loop (so a noisy neighbour hits them alike):
+    a fresh interpreter's wall time from spawn to init done, with bytecode and compiled from source."""
+    moto = MotoServer().start()
+    try:
+        r = provision(moto.url)
+        env = {
+            **os.environ,
+            **COLD_ENV,
+            "AWS_ENDPOINT_URL": r.endpoint_url,
+            "LOANS_TABLE_NAME": r.loans_table,
+            "JOURNEYS_TABLE_NAME": r.journeys_table,
+        }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        init: dict[tuple[str, str], list[float]] = {}
+        first: dict[str, list[float]] = {}
+        status: dict[str, int] = {}
+        with tempfile.TemporaryDirectory() as empty:
+            source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
+            for name in (FLOOR, *COLD_START):  # warm: the "pyc" runs find compiled files, as the layer has them
+                subprocess.run([sys.executable, "-c", _child_code(name, -1)], check=True, env=env, capture_output=True)
+            for run in range(runs):
+                for mode, mode_env in (("pyc", env), ("source", source_env)):
+                    for name in (FLOOR, *COLD_START):
+                        started = time.perf_counter()
+                        done = subprocess.run(
+                            [sys.executable, "-c", _child_code(name, run if mode == "pyc" else runs + run)],
+                            check=True,
+                            env=mode_env,
+                            capture_output=True,
+                            text=True,
+                        )
+                        # perf_counter is CLOCK_MONOTONIC on Linux: the child's stamp is on the parent's clock.
+                        child = json.loads(done.stdout.strip().splitlines()[-1])
+                        init.setdefault((name, mode), []).append((child["initialized"] - started) * 1000)
+                        if name in FIRST_REQUEST and mode == "pyc":
+                            first.setdefault(name, []).append(child["first_ms"])
+                            status[name] = child["status"]
+        beyond = {name: import_profile(name, env) for name in COLD_START}
+    finally:
+        moto.stop()
+    return ColdStart(
+        runs,
+        {key: statistics.median(values) for key, values in init.items()},
+        {name: statistics.median(values) for name, values in first.items()},
+        status,
+        beyond,
+    )

@@ -1,0 +1,164 @@
+"""Figures 1 and 2 of BENCHMARKS.md: what one journey costs, and its critical path. The journey runs
+in-process and single-threaded against a moto server, ours or the peer's loans-api behind the same
+orchestrator, with every AWS call counted by the meter (exact counts, not samples)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools import Metrics
+
+from bench import peer
+from bench.billing import Usage
+from bench.meter import Meter
+from functions.consumer import bootstrap as consumer_bootstrap
+from functions.consumer.settings import ConsumerSettings
+from functions.loans_api import bootstrap as loans_bootstrap
+from functions.loans_api.settings import LoansSettings
+from functions.orchestrator import bootstrap as orchestrator_bootstrap
+from functions.orchestrator.settings import OrchestratorSettings
+from functions.relay import bootstrap as relay_bootstrap
+from functions.relay.settings import RelaySettings
+from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, proxy_event
+from saga.local.inprocess import InProcessHttp
+from saga.local.moto_server import MotoServer
+from saga.local.pollers import SqsPoller, StreamPoller
+from saga.local.resources import provision
+from shared import aws
+
+JOURNEY = ("create", "simulate", "re-simulate", "accept", "disburse")
+SIMULATE = {"amount": 10000, "termMonths": 36}
+
+
+@dataclass
+class Counted:
+    """Function invocations, wrapped around a handler, with each one's duration as Lambda bills it
+    (wall time, rounded up to the millisecond)."""
+
+    handler: Callable[[dict[str, Any], Any], dict[str, Any]]
+    invocations: int = 0
+    billed_ms: list[int] = field(default_factory=list)
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        self.invocations += 1
+        started = time.perf_counter()
+        try:
+            return self.handler(event, context)
+        finally:
+            self.billed_ms.append(math.ceil((time.perf_counter() - started) * 1000))
+
+
+@dataclass
+class JourneyCost:
+    usage: Usage
+    per_command: dict[str, int]
+    invocations: Counter[str] = field(default_factory=Counter)
+    billed_ms: dict[str, list[int]] = field(default_factory=dict)  # per function
+
+    def figures(self) -> dict[str, Any]:
+        """What was counted, as bench/measured.json keeps it (bench/report.py bills it)."""
+        return {
+            "calls": dict(sorted(self.usage.calls.items())),
+            "writeUnits": _by_bucket(self.usage.wcu_by),
+            "readUnits": _by_bucket(self.usage.rcu_by),
+            "billedRequests": {kind: self.usage.requests[kind] for kind in ("sns", "sqs", "streams")},
+            "invocations": dict(self.invocations),
+            "billedMs": {name: sum(ms) for name, ms in self.billed_ms.items()},
+            "perCommand": dict(self.per_command),
+        }
+
+
+def _by_bucket(units: dict[tuple[str, str], float]) -> dict[str, float]:
+    """`{(table, bucket): units}` keyed `table/bucket` (bucket: an index's name, or "table" for the table's own)."""
+    return {f"{table}/{bucket}": value for (table, bucket), value in sorted(units.items())}
+
+
+def request_headers(path: str) -> dict[str, str]:
+    """JSON, and on createJourney the Idempotency-Key it requires (a new one: each call a new journey)."""
+    headers = {"Content-Type": "application/json"}
+    if path == "/journeys":
+        headers["Idempotency-Key"] = str(uuid.uuid4())
+    return headers
+
+
+def invoke(handler: Any, method: str, path: str, body: Any = None) -> HttpResponse:
+    """One API Gateway request to a function's handler, in-process."""
+    event = proxy_event(method, path, request_headers(path), None if body is None else json.dumps(body).encode())
+    return http_response(handler(event, LambdaContextStub("bench")))
+
+
+def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bool) -> JourneyCost:
+    """One journey of `design` ("ours" or "peer") on a fresh endpoint, road 2 drained; with
+    `lose_one_reply`, the first reply of every loans-api command is lost after it committed."""
+    moto.reset()
+    r = provision(moto.url)
+    metrics = Metrics(namespace="Bench", service=design)
+    if design == "ours":
+        loans: Any = loans_bootstrap.build(
+            LoansSettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table), metrics
+        )
+    else:
+        peer.create_tables(r.endpoint_url)
+        loans = peer.build(r.endpoint_url, r.topic_arn)
+    loans_fn = Counted(loans)
+    loans_http = InProcessHttp(loans_fn)
+    orchestrator = Counted(
+        orchestrator_bootstrap.build(
+            OrchestratorSettings(
+                aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
+            ),
+            metrics,
+            http=loans_http,
+            sleep=lambda _: None,
+        )
+    )
+    relay = Counted(
+        relay_bootstrap.build_stream_handler(
+            RelaySettings(
+                aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn
+            ),
+            metrics,
+        )
+    )
+    consumer = Counted(
+        consumer_bootstrap.build(
+            ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table), metrics
+        )
+    )
+    stream = StreamPoller(aws.client("dynamodbstreams", r.region, r.endpoint_url), r.loans_stream_arn, relay)
+    sqs = aws.client("sqs", r.region, r.endpoint_url)
+    arn = sqs.get_queue_attributes(QueueUrl=r.events_queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue = SqsPoller(sqs, r.events_queue_url, arn, consumer, redelivery_seconds=0)
+    if design == "ours":
+        stream.poll_once()  # open the stream iterator before the journey (not part of its cost)
+
+    start = meter.snapshot()
+    per_command: dict[str, int] = {}
+    journey_id = ""
+    for step in JOURNEY:
+        before = meter.snapshot()
+        loans_http.faults = ["lose"] if lose_one_reply and step != "create" else []
+        if step == "create":
+            journey_id = json.loads(invoke(orchestrator, "POST", "/journeys", {"customerId": "bench"}).body)[
+                "journeyId"
+            ]
+        else:
+            command = {"re-simulate": "simulate"}.get(step, step)
+            body = SIMULATE if command == "simulate" else None
+            response = invoke(orchestrator, "POST", f"/journeys/{journey_id}/{command}", body)
+            assert response.status == 200, response.body
+        per_command[step] = sum(meter.since(before).calls.values())
+    for _ in range(20):  # drain road 2 completely
+        if (stream.poll_once() if design == "ours" else 0) + queue.poll_once() == 0:
+            break
+    usage = meter.since(start)
+    functions = {"orchestrator": orchestrator, "loans-api": loans_fn, "relay": relay, "consumer": consumer}
+    invocations = Counter({name: fn.invocations for name, fn in functions.items()})
+    return JourneyCost(usage, per_command, invocations, {name: fn.billed_ms for name, fn in functions.items()})

@@ -1,0 +1,155 @@
+"""The agents of the soak (tests/chaos/test_soak.py): random scripts of commands sent in bursts by several
+agents at once on one journey, what they saw (Tally), and a sampler that checks versions never go back."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.system import System
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # create, simulate, accept, disburse, cancel
+    body: dict[str, Any] | None = None
+    key: str | None = None
+
+
+@dataclass
+class Tally:
+    """What the agents saw, shared by every agent thread."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    statuses: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    # per journey: what was asked (for the duplicate bound) and what was acknowledged (for "lost")
+    asked: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    acknowledged: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    keys_seen: set[tuple[str, str]] = field(default_factory=set)
+    retried_5xx: int = 0
+    unconverged: int = 0
+
+    def note(self, status: int) -> None:
+        with self.lock:
+            self.statuses[f"http {status}"] += 1
+
+
+class Agents:
+    """The agents of the soak: each command is sent by one of them, from `pool`, into `tally`."""
+
+    def __init__(self, system: System, tally: Tally, pool: ThreadPoolExecutor, tries: int) -> None:
+        self.system, self.tally, self.pool = system, tally, pool
+        self.tries = tries  # a command that answers a retryable 5xx is sent again, up to this many times in all
+
+    def send(self, journey_id: str, command: Command) -> Any:
+        """One agent's command: retried while it answers a retryable 5xx, as an LLM told so would."""
+        path = "/journeys" if command.name == "create" else f"/journeys/{journey_id}/{command.name}"
+        headers = {} if command.key is None else {"Idempotency_Key": command.key}
+        for attempt in range(self.tries):
+            status, payload = self.system.api("POST", path, command.body, **headers)
+            self.tally.note(status)
+            if status < 500:
+                break
+            if not (isinstance(payload, dict) and payload.get("retryable") is True):
+                self.violation(f"{command} on {journey_id}: {status} not retryable: {payload}")
+                return None
+            with self.tally.lock:
+                self.tally.retried_5xx += 1
+                if command.key is None and journey_id:
+                    # Without a key, a repeat is a new command (a simulate makes another quote): the API
+                    # says so, and an agent that wants a repeat to be safe sends a key.
+                    self.tally.asked[journey_id][command.name] += 1
+            time.sleep(0.1 * (attempt + 1))
+        else:
+            with self.tally.lock:
+                self.tally.unconverged += 1
+            self.violation(f"{command} on {journey_id}: still {status} after {self.tries} tries")
+            return None
+        jid = journey_id or (payload or {}).get("journeyId", "")
+        if status in (200, 201):
+            with self.tally.lock:
+                if payload.get("lastAppliedEventId"):
+                    self.tally.acknowledged[jid].add(payload["lastAppliedEventId"])
+            return payload
+        reused = status == 422 and (payload or {}).get("type", "").endswith("idempotency-key-reused")
+        if status == 409 or reused:
+            return payload
+        self.violation(f"{command} on {journey_id}: {status} {payload}")
+        return None
+
+    def burst(self, journey_id: str, commands: list[Command]) -> list[Any]:
+        """Several agents send their commands for one journey at the same moment."""
+        with self.tally.lock:
+            for command in commands:
+                # A keyed command counts once however often it is sent; each unkeyed send is a command.
+                if command.key is None or (journey_id, command.key) not in self.tally.keys_seen:
+                    self.tally.asked[journey_id][command.name] += 1
+                if command.key is not None:
+                    self.tally.keys_seen.add((journey_id, command.key))
+        futures = [self.pool.submit(self.send, journey_id, command) for command in commands]
+        return [future.result() for future in futures]
+
+    def violation(self, what: str) -> None:
+        with self.tally.lock:
+            self.tally.violations.append(what)
+
+
+def script(index: int, rng: random.Random) -> list[list[Command]]:
+    """A random script of bursts for one journey (after its creation)."""
+
+    def simulate(keyed: bool, tag: str) -> Command:
+        body = {"amount": rng.choice([1000, 5000, 12000, 20000]), "termMonths": rng.choice([12, 24, 36])}
+        return Command("simulate", body, f"sim-{index}-{tag}" if keyed else None)
+
+    first = simulate(rng.random() < 0.6, "a")
+    bursts = [[first] * rng.randint(1, 2)]  # the same keyed (or unkeyed) simulate, at once
+    if first.key and rng.random() < 0.3:  # same key, another body, at the same moment
+        other = Command("simulate", {**(first.body or {}), "amount": 777}, first.key)
+        bursts[0].append(other)
+    if rng.random() < 0.5:  # a re-simulate racing an accept
+        bursts.append([simulate(rng.random() < 0.5, "b"), Command("accept")])
+    bursts.append([Command("accept")] * rng.randint(1, 3))
+    ending = rng.choice(["disburse", "cancel", "disburse+cancel", "cancel+simulate", "disburse+simulate"])
+    endings = {
+        "disburse": [Command("disburse")] * rng.randint(1, 3),
+        "cancel": [Command("cancel")] * rng.randint(1, 3),
+        "disburse+cancel": [Command("disburse"), Command("cancel")],
+        "cancel+simulate": [Command("cancel"), simulate(False, "c")],
+        "disburse+simulate": [Command("disburse"), simulate(True, "d")],
+    }
+    bursts.append(endings[ending])
+    if rng.random() < 0.3:  # an agent that repeats itself later: a keyed repeat, a disburse, a cancel
+        bursts.append([first, Command(rng.choice(["disburse", "cancel"]))])
+    return bursts
+
+
+class VersionSampler:
+    """Reads random Control Records while the agents work: a record's version never goes back."""
+
+    def __init__(self, system: System, journeys: list[str], seed: int) -> None:
+        self.system, self.journeys, self.seed = system, journeys, seed
+        self.seen: dict[str, int] = {}
+        self.samples = 0
+        self.went_back: list[tuple[str, int, int]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        rng = random.Random(self.seed)
+        while not self.stop.wait(0.02):
+            if not self.journeys:
+                continue
+            jid = rng.choice(self.journeys)
+            status, record = self.system.api("GET", f"/journeys/{jid}")
+            if status != 200:
+                continue
+            self.samples += 1
+            if record["version"] < self.seen.get(jid, 0):
+                self.went_back.append((jid, self.seen[jid], record["version"]))
+            self.seen[jid] = max(self.seen.get(jid, 0), record["version"])

@@ -1,0 +1,130 @@
+"""Chaos on road 2, over real HTTP against `saga local`: the relay dies between publishing and marking, the
+consumer dies halfway through a batch (an in-process runtime whose functions are wrapped, tests/crashes.py),
+and a poison message goes to the DLQ, is shown by the ops CLI and is redriven once its cause is fixed.
+Numbered as in docs/RELIABILITY.md's chaos table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from functions.loans_api.domain import new_id
+from saga.local.runtime import LocalRuntime, RuntimeConfig
+from saga.ops.journeys import compare
+from shared import aws, tables
+from shared.control_record import new_control_record
+from shared.control_store import control_item
+from shared.events import LoanEvent, LoanSnapshot
+from tests.chaos.journeys import journey, record_of
+from tests.crashes import ConsumerDiesMidBatch, RelayDiesAfterPublish, once
+from tests.system import System, free_port
+
+SIMULATE = {"amount": 10000, "termMonths": 36}
+
+
+# -- 5, 6: the relay and the consumer die at the worst moment ---------------------------------
+
+
+@pytest.fixture
+def hooked() -> Iterator[tuple[System, RelayDiesAfterPublish, ConsumerDiesMidBatch]]:
+    """An in-process `saga local` whose relay and consumer die once each."""
+    holders: dict[str, Any] = {}
+
+    def wrap_publisher(inner: Any) -> Any:
+        holders["relay"] = RelayDiesAfterPublish(inner, once())
+        return holders["relay"]
+
+    def wrap_consumer(inner: Any) -> Any:
+        holders["consumer"] = ConsumerDiesMidBatch(inner, once())
+        return holders["consumer"]
+
+    config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port(),
+                           relay_publisher_wrapper=wrap_publisher, consumer_wrapper=wrap_consumer)  # fmt: skip
+    runtime = LocalRuntime(config).start()
+    try:
+        yield (System(config.port, config.loans_port, config.aws_port, 0, None),  # type: ignore[arg-type]
+               holders["relay"], holders["consumer"])  # fmt: skip
+    finally:
+        runtime.stop()
+
+
+def commit_directly(system: System, jid: str) -> list[dict[str, Any]]:
+    """loans-api commits a simulation and its acceptance; the orchestrator never hears of them."""
+    status, simulation, _ = system.call("POST", f"{system.loans_url}/simulations",
+                                        {"journeyId": jid, "amount": 5000, "termMonths": 12},
+                                        {"Idempotency-Key": f"{jid}-1"})  # fmt: skip
+    assert status == 201
+    _, acceptance, _ = system.call("POST", f"{system.loans_url}/acceptances",
+                                   {"journeyId": jid, "simulationId": simulation["simulationId"]},
+                                   {"Idempotency-Key": f"{jid}-2"})  # fmt: skip
+    return [simulation, acceptance]
+
+
+def test_5_the_relay_killed_between_publish_and_mark_republishes_and_the_consumer_dedups(hooked):
+    system, relay, consumer = hooked
+    jid = journey(system)
+    status, record = system.api("POST", f"/journeys/{jid}/simulate", SIMULATE)
+    assert (status, record["version"]) == (200, 1)
+
+    def notified() -> bool:
+        return {e["status"] for e in system.truth(jid)["events"]} == {"NOTIFIED"}
+
+    assert system.wait_for(notified, timeout=10), "the outbox item never became NOTIFIED"
+    assert relay.crashes == 1
+    event_id = system.truth(jid)["events"][0]["eventId"]
+    assert system.wait_for(lambda: consumer.deliveries[event_id] >= 2, timeout=10), "not republished"
+    assert record_of(system, jid)["version"] == 1, "the second delivery must be a no-op"
+
+
+def test_6_the_consumer_killed_mid_batch_gets_its_batch_again_and_converges(hooked):
+    system, _, consumer = hooked
+    jid = journey(system)
+    replies = commit_directly(system, jid)  # road 1 never ran: only road 2 can apply these
+
+    def converged() -> Any:
+        record = record_of(system, jid)
+        return record if compare(record, system.truth(jid))["agree"] else None
+
+    record = system.wait_for(converged, timeout=15)
+    assert record, "the record never reached the truth"
+    assert consumer.crashes == 1
+    assert record["lastAppliedEventId"] == replies[-1]["eventId"]
+    assert record["version"] <= len(replies)  # each event applied at most once (the newest may skip older)
+
+
+# -- 7: poison, DLQ, status, redrive ----------------------------------------------------------
+
+
+def test_7_a_poison_message_reaches_the_dlq_is_shown_and_is_redriven_once_fixed(system, clean_proxy):
+    ghost = f"ghost-{new_id()}"
+    snapshot = LoanSnapshot(journeyId=ghost, state="cancelled")
+    event = LoanEvent(eventId=new_id(), journeyId=ghost, seq=1, type="JourneyCancelled",
+                      occurredAt=datetime.now(UTC), snapshot=snapshot)  # fmt: skip
+    sqs = aws.client("sqs", "us-east-1", system.aws_url)
+    queue = sqs.get_queue_url(QueueName=tables.EVENTS_QUEUE.local_name)["QueueUrl"]
+    sqs.send_message(QueueUrl=queue, MessageBody=event.model_dump_json())
+
+    def listed() -> Any:
+        code, out = system.saga("dlq", "list", "--json")
+        return next((e for e in json.loads(out) if e["eventId"] == event.eventId), None) if code == 0 else None
+
+    entry = system.wait_for(listed, timeout=20, interval=0.5)
+    assert entry, "the poison message never reached the DLQ"
+    assert entry["receiveCount"] >= 3
+    assert entry["reason"] == "unknown journey"
+    code, out = system.saga("status", "--json")
+    assert json.loads(out)["queues"]["eventsDlq"]["visible"] >= 1
+    # Fix the cause (the journey's Control Record exists now), then redrive
+    dynamodb = aws.client("dynamodb", "us-east-1", system.aws_url)
+    dynamodb.put_item(TableName=tables.JOURNEYS_TABLE.local_name,
+                      Item=control_item(new_control_record(ghost, "ghost", datetime.now(UTC))))  # fmt: skip
+    code, out = system.saga("dlq", "redrive")
+    assert code == 0, out
+    applied = system.wait_for(lambda: record_of(system, ghost)["lastAppliedEventId"] == event.eventId, timeout=10)
+    assert applied, "the redriven event was not applied"
+    assert record_of(system, ghost)["currentState"] == "cancelled"
+    assert not system.wait_for(listed, timeout=3, interval=0.5)

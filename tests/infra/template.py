@@ -1,0 +1,19 @@
+"""Reading the synthesized template (CloudFormation JSON) in the infra tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def of_type(resources: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {k: v for k, v in resources.items() if v["Type"] == kind}
+
+
+def by_logical_prefix(resources: dict[str, Any], kind: str, prefix: str) -> dict[str, Any]:
+    """The properties of the one resource of `kind` whose logical id starts with `prefix`."""
+    [(_, found)] = [(k, v) for k, v in of_type(resources, kind).items() if k.startswith(prefix)]
+    return dict(found["Properties"])
+
+
+def stage_of(resources: dict[str, Any], api_prefix: str) -> dict[str, Any]:
+    return by_logical_prefix(resources, "AWS::ApiGateway::Stage", api_prefix)

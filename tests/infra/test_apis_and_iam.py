@@ -1,0 +1,123 @@
+"""Who may call what: both APIs behind IAM, loans-api open to the orchestrator's role alone, agents given
+the orchestrator's API only, roles without wildcards or managed policies, stages that log and throttle
+(from the session's synthesis, tests/infra/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from functions.orchestrator.settings import OrchestratorSettings
+from tests.infra.template import by_logical_prefix, of_type, stage_of
+
+
+def test_every_api_method_requires_iam_and_no_gateway_validator_answers_before_the_function(resources):
+    # (a gateway validator's errors would not be problem documents: the functions validate, tests/integration)
+    methods = of_type(resources, "AWS::ApiGateway::Method")
+    assert len(methods) == 4
+    for method in methods.values():
+        assert method["Properties"]["AuthorizationType"] == "AWS_IAM"
+        assert "RequestValidatorId" not in method["Properties"]
+    assert not of_type(resources, "AWS::ApiGateway::RequestValidator")
+
+
+def test_stages_log_access_and_errors_throttle_and_trace(resources):
+    stages = of_type(resources, "AWS::ApiGateway::Stage")
+    assert len(stages) == 2
+    for stage in stages.values():
+        properties = stage["Properties"]
+        assert "DestinationArn" in properties["AccessLogSetting"]
+        assert properties["TracingEnabled"] is True
+        [settings] = properties["MethodSettings"]
+        assert settings["LoggingLevel"] == "ERROR"
+        assert settings["DataTraceEnabled"] is False
+        # API Gateway's own error-log group exists first, so it expires like every other log
+        [execution_logs] = [name for name in stage["DependsOn"] if "ExecutionLogs" in name]
+        group = resources[execution_logs]["Properties"]
+        assert "API-Gateway-Execution-Logs_" in json.dumps(group["LogGroupName"])
+        assert group["RetentionInDays"] > 0
+
+
+def test_loans_api_admits_every_retry_of_every_orchestrator_request(resources):
+    orchestrator = stage_of(resources, "OrchestratorApi")["MethodSettings"][0]
+    loans = stage_of(resources, "LoansApi")["MethodSettings"][0]
+    attempts = OrchestratorSettings.model_fields["retry_attempts"].default
+    assert loans["ThrottlingRateLimit"] >= orchestrator["ThrottlingRateLimit"] * attempts
+    assert loans["ThrottlingBurstLimit"] >= orchestrator["ThrottlingBurstLimit"] * attempts
+
+
+def test_each_api_has_its_own_name_so_its_metrics_are_its_own(resources):
+    names_by_api = {prefix: by_logical_prefix(resources, "AWS::ApiGateway::RestApi", prefix)["Name"]
+                    for prefix in ("OrchestratorApi", "LoansApi")}  # fmt: skip
+    assert names_by_api == {"OrchestratorApi": "LoanSaga-orchestrator", "LoansApi": "LoanSaga-loans"}
+    alarms = of_type(resources, "AWS::CloudWatch::Alarm").values()
+    api_alarm_names = {json.dumps(a["Properties"]["Dimensions"]) for a in alarms if "ApiName" in json.dumps(a)}
+    assert len(api_alarm_names) == 2
+
+
+def test_loans_api_lets_only_the_orchestrators_role_in(resources):
+    orchestrator_role = {"Fn::GetAtt": [next(name for name in of_type(resources, "AWS::IAM::Role")
+                                             if name.startswith("FunctionsOrchestratorRole")), "Arn"]}  # fmt: skip
+    policy = by_logical_prefix(resources, "AWS::ApiGateway::RestApi", "LoansApi")["Policy"]
+    allow, deny = policy["Statement"]
+    assert allow == {"Effect": "Allow", "Principal": {"AWS": orchestrator_role}, "Action": "execute-api:Invoke",
+                     "Resource": "execute-api:/*"}  # fmt: skip
+    assert deny == {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "execute-api:Invoke",
+                    "Resource": "execute-api:/*",
+                    "Condition": {"StringNotEquals": {"aws:PrincipalArn": orchestrator_role}}}  # fmt: skip
+    # the agent-facing API is opened by the managed policy an agent's role attaches, not by a resource policy
+    assert "Policy" not in by_logical_prefix(resources, "AWS::ApiGateway::RestApi", "OrchestratorApi")
+
+
+def test_the_api_gateway_account_role_is_opt_in(resources):
+    assert not of_type(resources, "AWS::ApiGateway::Account")
+
+
+def test_the_account_role_when_asked_for_is_kept_and_precedes_the_stages(variant):
+    # Given a stack synthesized with -c apiGatewayAccountRole=true
+    resources = variant
+    # Then the account setting points at a role API Gateway assumes, both kept when the stack goes
+    [(_, account)] = of_type(resources, "AWS::ApiGateway::Account").items()
+    role_name = account["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0]
+    role = resources[role_name]
+    assert account["DeletionPolicy"] == role["DeletionPolicy"] == "Retain"
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "apigateway.amazonaws.com"
+    }
+    [policy] = role["Properties"]["Policies"]
+    [statement] = policy["PolicyDocument"]["Statement"]
+    assert all(action.startswith("logs:") for action in statement["Action"])
+    # And no stage is created before the account has its role
+    account_name = next(iter(of_type(resources, "AWS::ApiGateway::Account")))
+    for stage in of_type(resources, "AWS::ApiGateway::Stage").values():
+        assert account_name in stage["DependsOn"]
+
+
+def statements(resources) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for name, resource in resources.items():
+        if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            found += [(name, s) for s in resource["Properties"]["PolicyDocument"]["Statement"]]
+    return found
+
+
+def test_no_policy_grants_wildcard_actions(resources):
+    for name, statement in statements(resources):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert all(action != "*" and not action.endswith(":*") for action in actions), (name, actions)
+
+
+def test_only_the_orchestrator_may_invoke_loans_api_and_agents_get_only_the_orchestrator(resources):
+    invokers = {name for name, s in statements(resources) if "execute-api:Invoke" in json.dumps(s["Action"])
+                and "LoansApi" in json.dumps(s["Resource"])}  # fmt: skip
+    assert len(invokers) == 1
+    assert next(iter(invokers)).startswith("FunctionsOrchestratorRole")
+    agent = by_logical_prefix(resources, "AWS::IAM::ManagedPolicy", "AgentInvokePolicy")
+    [statement] = agent["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "execute-api:Invoke"
+    assert "OrchestratorApi" in json.dumps(statement["Resource"])
+
+
+def test_roles_write_only_their_own_logs_without_managed_policies(resources):
+    for role in of_type(resources, "AWS::IAM::Role").values():
+        assert "ManagedPolicyArns" not in role["Properties"]

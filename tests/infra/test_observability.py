@@ -1,0 +1,117 @@
+"""What the stack lets operators see and hear: the dashboard, the alarms and whom they notify, the
+outputs the ops CLI reads (from the session's synthesis, tests/infra/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from shared import metric_names as names
+from shared import tables
+from tests.infra.template import by_logical_prefix, of_type
+
+
+def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
+    [dashboard] = of_type(resources, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for needle in (names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, names.OUTBOX_AGE_AT_PUBLISH_MS,
+                   names.PENDING_OUTBOX_COUNT, "ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
+                   "IteratorAge", names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_FAILED,
+                   names.IDEMPOTENT_REPLAYS, names.COMPENSATIONS, "5XXError", "4XXError", "Latency", "Throttles",
+                   "Duration", names.JOURNEYS_OUT_OF_SYNC, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS,
+                   names.UNREADABLE_OUTBOX_ITEMS):  # fmt: skip
+        assert needle in body, needle
+
+
+@pytest.mark.parametrize(
+    ("metric", "threshold"),
+    [
+        ("ApproximateNumberOfMessagesVisible", 0),
+        (names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, 300),
+        ("IteratorAge", 60000),
+        ("ApproximateAgeOfOldestMessage", 300),
+        ("5XXError", 0.01),
+        ("4XXError", 0.25),
+        ("4XXError", 0.05),
+        ("Latency", 10000),
+        ("Latency", 2000),  # loans-api: the orchestrator's per-attempt read timeout
+        ("Errors", 0),
+        (names.JOURNEYS_OUT_OF_SYNC, 0),
+        (names.UNREADABLE_OUTBOX_ITEMS, 0),
+        ("Throttles", 0),
+    ],
+)
+def test_alarms_and_their_recoveries_notify_the_alarm_topic(template, metric, threshold):
+    topic = [{"Ref": Match.string_like_regexp("ObservabilityAlarmTopic")}]
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {"MetricName": metric, "Threshold": threshold, "ComparisonOperator": "GreaterThanThreshold",
+         "AlarmActions": topic, "OKActions": topic},
+    )  # fmt: skip
+
+
+def alarm(resources, name: str) -> dict[str, Any]:
+    return by_logical_prefix(resources, "AWS::CloudWatch::Alarm", f"Observability{name}")
+
+
+def test_every_alarm_exists_with_a_recovery_action_and_every_function_has_errors_and_throttles_alarms(resources):
+    for expected in ("EventsDlqNotEmpty", "RelayFailuresNotEmpty", "OutboxTooOld", "StreamIteratorAge",
+                     "EventsQueueTooOld", "PublishFailures", "JourneysOutOfSync", "UnreadableOutboxItems",
+                     "orchestrator5xxRate", "loans5xxRate", "orchestrator4xxRate", "loans4xxRate",
+                     "orchestratorLatency", "loansLatency"):  # fmt: skip
+        assert alarm(resources, expected)["OKActions"], expected
+    for function in ("orchestrator", "loansapi", "relay", "sweeper", "consumer", "auditor"):
+        for kind in ("Errors", "Throttles"):
+            assert alarm(resources, f"{function}{kind}")["MetricName"] == kind
+
+
+def test_a_silent_sweeper_or_auditor_is_an_alarm_not_a_quiet_night(resources):
+    assert alarm(resources, "OutboxTooOld")["TreatMissingData"] == "breaching"
+    assert alarm(resources, "JourneysOutOfSync")["TreatMissingData"] == "breaching"
+
+
+def test_publish_failures_of_relay_and_sweeper_alarm_together(resources):
+    metrics = alarm(resources, "PublishFailures")["Metrics"]
+    services = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for m in metrics if "MetricStat" in m}
+    assert services == {names.RELAY, names.SWEEPER}
+    assert all(m["MetricStat"]["Metric"]["MetricName"] == names.PUBLISH_FAILURES for m in metrics if "MetricStat" in m)
+
+
+def test_cloudwatch_of_this_account_alone_may_publish_alarms(resources):
+    topic_policies = of_type(resources, "AWS::SNS::TopicPolicy").values()
+    [policy] = [p["Properties"]["PolicyDocument"]["Statement"] for p in topic_policies
+                if "ObservabilityAlarmTopic" in json.dumps(p["Properties"]["Topics"])]  # fmt: skip
+    [allow] = [s for s in policy if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allow["Action"] == "sns:Publish"
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert ":alarm:*" in json.dumps(allow["Condition"]["ArnLike"]["aws:SourceArn"])
+    # and the topic's key lets it encrypt, under the same condition
+    [key] = of_type(resources, "AWS::KMS::Key").values()
+    [for_cloudwatch] = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
+                        if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}]  # fmt: skip
+    assert for_cloudwatch["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+
+
+def test_no_one_is_subscribed_unless_asked(resources):
+    assert not [
+        s for s in of_type(resources, "AWS::SNS::Subscription").values() if s["Properties"]["Protocol"] == "email"
+    ]
+
+
+def test_an_alarm_email_subscribes_that_address_to_the_alarms(variant):
+    [subscription] = [s["Properties"] for s in of_type(variant, "AWS::SNS::Subscription").values()
+                      if s["Properties"]["Protocol"] == "email"]  # fmt: skip
+    assert subscription["Endpoint"] == "ops@example.com"
+    assert "ObservabilityAlarmTopic" in json.dumps(subscription["TopicArn"])
+
+
+def test_outputs_name_everything_the_ops_cli_reads(template):
+    outputs = template.to_json()["Outputs"]
+    for key in (tables.OUTPUT_ORCHESTRATOR_URL, tables.OUTPUT_LOANS_API_URL, tables.OUTPUT_LOANS_TABLE,
+                tables.OUTPUT_JOURNEYS_TABLE, tables.OUTPUT_EVENTS_QUEUE, tables.OUTPUT_EVENTS_DLQ,
+                tables.OUTPUT_RELAY_FAILURES, tables.OUTPUT_AGENT_POLICY, tables.OUTPUT_EVENTS_TOPIC):  # fmt: skip
+        assert key in outputs

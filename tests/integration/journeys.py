@@ -1,0 +1,66 @@
+"""An agent's calls on the orchestrator in-process (tests/support.py ApiClient), and loans-api's truth."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from saga.local.inprocess import InProcessHttp
+from tests.support import ApiClient, json_of
+
+
+def new_journey(orchestrator: ApiClient, customer: str = "c-1") -> Any:
+    response = orchestrator.post("/journeys", {"customerId": customer}, key=str(uuid.uuid4()))
+    assert response.status == 201
+    return json_of(response)
+
+
+def command(orchestrator: ApiClient, journey: dict, name: str, body: dict | None = None, **kwargs):
+    return orchestrator.post(f"/journeys/{journey['journeyId']}/{name}", body, **kwargs)
+
+
+def simulate(orchestrator: ApiClient, journey: dict, amount: int = 10000, term: int = 36, **kwargs):
+    return command(orchestrator, journey, "simulate", {"amount": amount, "termMonths": term}, **kwargs)
+
+
+def truth(loans_http: InProcessHttp, journey_id: str) -> Any:
+    return json_of(ApiClient(loans_http.handler).get(f"/journeys/{journey_id}"))
+
+
+def action_names(record: dict) -> list[str]:
+    return [action["name"] for action in record["availableActions"]]
+
+
+STEPS_TO = {
+    "created": (),
+    "simulated": ("simulate",),
+    "accepted": ("simulate", "accept"),
+    "disbursed": ("simulate", "accept", "disburse"),
+    "cancelled": ("cancel",),
+}
+
+
+def journey_in(orchestrator: ApiClient, state: str) -> Any:
+    """A new journey the agent's commands brought to `state`, each answered 200."""
+    journey = new_journey(orchestrator)
+    for step in STEPS_TO[state]:
+        response = simulate(orchestrator, journey) if step == "simulate" else command(orchestrator, journey, step)
+        assert response.status == 200, response.body
+    return journey
+
+
+# loans-api called directly (its own tests), on one journey unless told otherwise
+LOANS_JOURNEY = "j-0001"
+
+
+def simulate_at_loans_api(api: ApiClient, key: str, amount: int = 10000, term: int = 36, journey: str = LOANS_JOURNEY):
+    return api.post("/simulations", {"journeyId": journey, "amount": amount, "termMonths": term}, key=key)
+
+
+def accepted_at_loans_api(api: ApiClient) -> tuple[dict, dict]:
+    """loans-api's journey LOANS_JOURNEY with a simulation and its acceptance: (simulation, acceptance)."""
+    simulation = json_of(simulate_at_loans_api(api, "k-sim"))
+    acceptance = json_of(
+        api.post("/acceptances", {"journeyId": LOANS_JOURNEY, "simulationId": simulation["simulationId"]}, key="k-acc")
+    )
+    return simulation, acceptance
