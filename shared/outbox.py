@@ -13,6 +13,8 @@ from shared.tables import PENDING_SHARD_ATTRIBUTE, PENDING_SHARDS
 
 JOURNEY_PREFIX = "JOURNEY#"
 EVENT_PREFIX = "EVENT#"
+# The journey ledger shares the events' partition (its seq numbers them); the auditor reads it too.
+LEDGER_SK = "LEDGER"
 PENDING = "PENDING"
 NOTIFIED = "NOTIFIED"
 _SEQ_WIDTH = 10

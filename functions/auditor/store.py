@@ -11,7 +11,6 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.auditor.audit import Truth
-from functions.loans_api.store import LEDGER_SK
 from shared import event_ids, outbox
 from shared.dynamo import from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
@@ -71,7 +70,7 @@ class DynamoTruthReader:
 
     def ledgers(self, journey_ids: list[str]) -> Ledgers:
         found = Ledgers()
-        keys = [to_item({"pk": outbox.journey_pk(j), "sk": LEDGER_SK}) for j in dict.fromkeys(journey_ids)]
+        keys = [to_item({"pk": outbox.journey_pk(j), "sk": outbox.LEDGER_SK}) for j in dict.fromkeys(journey_ids)]
         for item in batch_get(self._client, self._table, keys):
             values = from_item(item)
             journey_id = str(values.get("journeyId") or values["pk"].removeprefix(outbox.JOURNEY_PREFIX))
@@ -144,7 +143,7 @@ class DynamoChangeFinder:
             "TableName": self._table,
             "FilterExpression": "sk = :ledger",
             "ProjectionExpression": "pk",
-            "ExpressionAttributeValues": to_item({":ledger": LEDGER_SK}),
+            "ExpressionAttributeValues": to_item({":ledger": outbox.LEDGER_SK}),
         }
         while True:
             page = self._client.scan(**kwargs)

@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import PutTypeDef, QueryInputTypeDef, TransactWriteItemTypeDef
 
-LEDGER_SK = "LEDGER"
-
 # Positions of the fixed items in every command's transaction; domain writes follow.
 _RECEIPT, _LEDGER = 0, 1
 
@@ -61,7 +59,7 @@ class DynamoLoanStore:
     # -- reads -------------------------------------------------------------------------------
 
     def read_ledger(self, journey_id: str) -> Ledger:
-        item = self._get(outbox.journey_pk(journey_id), LEDGER_SK)
+        item = self._get(outbox.journey_pk(journey_id), outbox.LEDGER_SK)
         return Ledger(journey_id, None if item is None else _ledger_event(item))
 
     def get_receipt(self, key: str) -> Receipt | None:
@@ -70,7 +68,7 @@ class DynamoLoanStore:
 
     def read_journey(self, journey_id: str) -> JourneyTruth | None:
         items = self._query_partition(outbox.journey_pk(journey_id))
-        ledger = next((item for item in items if item["sk"] == LEDGER_SK), None)
+        ledger = next((item for item in items if item["sk"] == outbox.LEDGER_SK), None)
         if ledger is None:
             return None
 
@@ -166,7 +164,7 @@ class DynamoLoanStore:
             "Item": to_item(
                 {
                     "pk": outbox.journey_pk(after.journey_id),
-                    "sk": LEDGER_SK,
+                    "sk": outbox.LEDGER_SK,
                     "journeyId": after.journey_id,
                     "seq": after.seq,  # orders the journey's commands: the condition below
                     # The newest event, whole (its snapshot is where the journey stands). Nested, so the
