@@ -51,7 +51,7 @@ WHY_ABOVE_FLOOR = {
     "relay": "Powertools' BatchProcessor (`utilities.batch` imports asyncio for its async sibling and its batch "
     "types, ~39 ms) and the event schema's pydantic models (`shared.events`), both needed by every stream batch",
     "consumer": "Powertools' BatchProcessor and the event schema's pydantic models, as the relay",
-    "auditor": "the event schema's pydantic models and loans-api's pricing",
+    "auditor": "the event schema's and the Control Record's pydantic models, both read by every audit",
 }
 
 
