@@ -148,10 +148,6 @@ class MotoProcess:
         self._port = answer
         return self
 
-    def reset(self) -> None:
-        """Forget every resource."""
-        urllib3.request("POST", f"{self.url}/moto-api/reset")
-
     def stop(self) -> None:
         if self._pipe is not None:
             self._pipe.close()  # the child sees EOF and stops serving

@@ -160,7 +160,7 @@ def answered(response: tuple[int, Any]) -> Any:
     return body
 
 
-def read(system: System, call: Any) -> Any:
+def read(call: Any) -> Any:
     """A verification read, repeated with backoff for up to a minute: the endpoint that served a
     thousand journeys' faults is still busy with the drain's stragglers, and these reads are not under test."""
     pause, deadline = 0.2, time.monotonic() + 60
@@ -190,8 +190,8 @@ class Findings:
 def verify(system: System, tally: Tally, jid: str, converged_deadline: float) -> Findings:
     """One journey after the drain: its Control Record against loans-api's truth, and the invariants."""
     while True:
-        record = read(system, lambda: answered(system.api("GET", f"/journeys/{jid}")))
-        truth = read(system, lambda: system.truth(jid))
+        record = read(lambda: answered(system.api("GET", f"/journeys/{jid}")))
+        truth = read(lambda: system.truth(jid))
         verdict = compare(record, truth)
         if verdict["agree"] or time.monotonic() > converged_deadline:
             break
@@ -281,9 +281,7 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
     unexplained = [
         (event.journeyId, event.seq, event.type)
         for event in dead
-        if read(system, lambda event=event: answered(system.api("GET", f"/journeys/{event.journeyId}")))[
-            "lastAppliedSeq"
-        ]
+        if read(lambda event=event: answered(system.api("GET", f"/journeys/{event.journeyId}")))["lastAppliedSeq"]
         < event.seq
     ]
     elapsed = time.monotonic() - started
