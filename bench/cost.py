@@ -26,6 +26,7 @@ from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
+from saga.links import link_body
 from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, proxy_event
 from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoServer
@@ -142,18 +143,19 @@ def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bo
     start = meter.snapshot()
     per_command: dict[str, int] = {}
     journey_id = ""
+    record: dict[str, Any] = {}
     for step in JOURNEY:
         before = meter.snapshot()
         loans_http.faults = ["lose"] if lose_one_reply and step != "create" else []
         if step == "create":
-            journey_id = json.loads(invoke(orchestrator, "POST", "/journeys", {"customerId": "bench"}).body)[
-                "journeyId"
-            ]
+            record = json.loads(invoke(orchestrator, "POST", "/journeys", {"customerId": "bench"}).body)
+            journey_id = record["journeyId"]
         else:
             command = {"re-simulate": "simulate"}.get(step, step)
-            body = SIMULATE if command == "simulate" else None
+            body = SIMULATE if command == "simulate" else link_body(record, command)
             response = invoke(orchestrator, "POST", f"/journeys/{journey_id}/{command}", body)
             assert response.status == 200, response.body
+            record = json.loads(response.body)
         per_command[step] = sum(meter.since(before).calls.values())
     for _ in range(20):  # drain road 2 completely
         if (stream.poll_once() if design == "ours" else 0) + queue.poll_once() == 0:

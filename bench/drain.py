@@ -17,6 +17,7 @@ from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
+from saga.links import link_body
 from saga.local.apigw import LambdaContextStub
 from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoServer
@@ -45,10 +46,12 @@ def drain_rate(moto: MotoServer, backlog: int) -> tuple[float, int]:
     )
     for _ in range(5):
         journey_id = json.loads(invoke(orchestrator, "POST", "/journeys", {"customerId": "drain"}).body)["journeyId"]
+        record: dict[str, Any] = {}
         for command in ("simulate", "simulate", "accept", "disburse"):
-            body = SIMULATE if command == "simulate" else None
+            body = SIMULATE if command == "simulate" else link_body(record, command)
             reply = invoke(orchestrator, "POST", f"/journeys/{journey_id}/{command}", body)
             assert reply.status == 200
+            record = json.loads(reply.body)
     # The events as the relay publishes them, repeated into a backlog.
     stream = StreamPoller(
         aws.client("dynamodbstreams", r.region, r.endpoint_url),

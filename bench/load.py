@@ -15,6 +15,7 @@ from typing import Any
 import urllib3
 
 from bench.cost import SIMULATE, request_headers
+from saga.links import link_body
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -71,8 +72,12 @@ def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
             if record is None:
                 continue
             journey_id = record["journeyId"]
-            steps = (("simulate", SIMULATE), ("accept", None), ("disburse", None))
-            if all(call("POST", f"/journeys/{journey_id}/{name}", body) is not None for name, body in steps):
+            for name in ("simulate", "accept", "disburse"):
+                body = SIMULATE if name == "simulate" else link_body(record, name)
+                record = call("POST", f"/journeys/{journey_id}/{name}", body)
+                if record is None:
+                    break
+            else:
                 done += 1
         return done
 

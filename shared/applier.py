@@ -54,6 +54,7 @@ def decide(record: ControlRecord, event: LoanEvent, now: datetime, road: Road) -
         "simulation": snapshot.simulation,
         "acceptance": snapshot.acceptance,
         "disbursement": snapshot.disbursement,
+        "simulationsLeft": snapshot.simulationsLeft,
         "stateEnteredAt": record.stateEnteredAt if target == record.currentState else now,
     }
     return Decision(Outcome.APPLIED, record.model_copy(update=projected))

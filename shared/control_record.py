@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 
@@ -45,6 +45,11 @@ class ControlRecord(Message):
     simulation: SimulationSummary | None = None
     acceptance: AcceptanceSummary | None = None
     disbursement: DisbursementSummary | None = None
+    simulationsLeft: int | None = Field(
+        default=None,
+        ge=0,
+        description="How many more quotes (simulateLoan) this journey may have; null until the first quote.",
+    )
     createdAt: datetime
     updatedAt: datetime
     stateEnteredAt: datetime
@@ -62,6 +67,7 @@ class ControlRecord(Message):
             simulation=self.simulation,
             acceptance=self.acceptance,
             disbursement=self.disbursement,
+            simulationsLeft=self.simulationsLeft,
         )
 
 
@@ -85,6 +91,18 @@ class ActionView(Message):
     operationId: str = Field(description="The operation in the OpenAPI document that this link calls.")
     method: str = Field(description="The HTTP method to use (always POST).")
     href: str = Field(description="The path to call, relative to the API's base URL.")
+    body: Annotated[
+        dict[str, Any] | None,
+        WithJsonSchema(
+            {
+                "type": "object",
+                "description": "Present when the journey fixes the call's body: send exactly this JSON body "
+                "(acceptSimulation names the quote shown in `simulation`, disburseLoan the acceptance shown in "
+                "`acceptance`, cancelJourney takes `{}`). Absent (simulateLoan): build the body from "
+                "`requestSchema`.",
+            }
+        ),
+    ] = None
     requestSchema: Annotated[
         str | None,
         WithJsonSchema(

@@ -28,12 +28,43 @@ class BusinessRuleViolated(DomainError):
     """The command contradicts the current state of the domain (e.g. a second disbursement)."""
 
 
-class IllegalTransition(DomainError):
-    """The agent's command is not legal from the journey's current state."""
+class SimulationLimitReached(BusinessRuleViolated):
+    """The journey has had as many quotes as it may (loans-api's cap): no further simulate."""
 
-    def __init__(self, detail: str, available_actions: Sequence[dict[str, Any]]) -> None:
+
+class IllegalTransition(DomainError):
+    """The agent's command is not legal from the journey's current state. `context` holds what the
+    agent needs to decide again (e.g. the current quote), added to the problem document."""
+
+    def __init__(
+        self, detail: str, available_actions: Sequence[dict[str, Any]], context: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(detail)
         self.available_actions = list(available_actions)
+        self.context = dict(context or {})
+
+
+class StaleSimulation(IllegalTransition):
+    """acceptSimulation named a quote that is not the journey's current one (re-priced, or another
+    quote accepted): nothing was accepted; the problem carries the current quote."""
+
+
+class StaleAcceptance(IllegalTransition):
+    """disburseLoan named an acceptance that is not the journey's current one: nothing was paid; the
+    problem carries the current acceptance."""
+
+
+class QuotesExhausted(IllegalTransition):
+    """simulateLoan on a journey that has had all its quotes: availableActions leaves simulate out."""
+
+
+class InvalidRequest(DomainError):
+    """A body that does not match its schema, found by the service after the command's state check
+    (so an illegal command is 409 whatever its body). `errors` as RequestValidationError lists them."""
+
+    def __init__(self, detail: str, errors: Sequence[dict[str, Any]]) -> None:
+        super().__init__(detail)
+        self.errors = list(errors)
 
 
 class LedgerMoved(DomainError):

@@ -75,6 +75,8 @@ class LoanSnapshot(WireMessage):
     simulation: SimulationSummary | None = None
     acceptance: AcceptanceSummary | None = None
     disbursement: DisbursementSummary | None = None
+    # How many more quotes the journey may have (loans-api's cap); None before the first quote.
+    simulationsLeft: int | None = Field(default=None, ge=0)
 
 
 class LoanEvent(WireMessage):

@@ -16,6 +16,10 @@ HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 # The ledger position a command was decided on (loans-api refuses it with 412 if the ledger moved).
 EXPECTED_SEQ_HEADER = "Expected-Ledger-Seq"
+# The caller's id of the request an attempt belongs to (the same on every retry of one request). A receipt
+# records it and a replay answers it back, so the caller can tell "my own earlier attempt committed, its
+# reply was lost" from "an earlier request committed this" (only the latter is a replay to its own caller).
+ORIGIN_HEADER = "Origin-Request-Id"
 MAX_KEY_LENGTH = 255
 DEFAULT_RECEIPT_TTL_SECONDS = 30 * 24 * 3600  # longer than the longest redelivery path (14-day DLQ)
 RECEIPT_SK = "RECEIPT"
@@ -64,22 +68,27 @@ class Answer:
     status: int
     body: str
     replayed: bool = False
+    origin: str | None = None  # on a replay: the request that made the receipt (ORIGIN_HEADER)
 
 
 @dataclass(frozen=True)
 class Receipt:
-    """The recorded outcome of a keyed request: replayed byte for byte."""
+    """The recorded outcome of a keyed request: replayed byte for byte. `origin`: the caller's id of
+    the request whose attempt committed it (ORIGIN_HEADER), when the caller sent one."""
 
     key: str
     request_hash: str
     status: int
     body: str
+    origin: str | None = None
 
     def to_values(self, expires_at: int, **extra: Any) -> dict[str, Any]:
         """The receipt as item values (TTL attribute `expiresAt`), with `extra` attributes."""
         plain = self.body.encode()
         packed = zlib.compress(plain, _COMPRESSION_LEVEL)
-        body = {"bodyZ": packed} if len(packed) < len(plain) else {"body": self.body}
+        body: dict[str, Any] = {"bodyZ": packed} if len(packed) < len(plain) else {"body": self.body}
+        if self.origin is not None:
+            body["origin"] = self.origin
         return {
             **receipt_key(self.key),
             "idempotencyKey": self.key,
@@ -95,7 +104,8 @@ class Receipt:
         packed = values.get("bodyZ")
         # boto3 reads a binary attribute as `Binary`; bytes() takes it and plain bytes alike.
         body = values["body"] if packed is None else zlib.decompress(bytes(packed)).decode()
-        return cls(values["idempotencyKey"], values["requestHash"], int(values["status"]), body)
+        origin = values.get("origin")
+        return cls(values["idempotencyKey"], values["requestHash"], int(values["status"]), body, origin and str(origin))
 
     def replay_for(self, request_hash: str) -> Receipt:
         """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -71,19 +72,25 @@ def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
     }
 
 
-def serve_openapi(app: APIGatewayRestResolver, title: str, description: str) -> None:
+# operationId -> (the model of a body the service validates itself, whether the body is required).
+Bodies = Mapping[str, tuple[type[BaseModel], bool]]
+
+
+def serve_openapi(app: APIGatewayRestResolver, title: str, description: str, bodies: Bodies | None = None) -> None:
     """Serve the app's OpenAPI 3.1 document (`document`) at GET /openapi.json."""
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi_document() -> Response[str]:
-        body = json.dumps(document(app, title, description), separators=(",", ":"))
+        body = json.dumps(document(app, title, description, bodies), separators=(",", ":"))
         return Response(status_code=200, content_type="application/json", body=body)
 
 
-def document(app: APIGatewayRestResolver, title: str, description: str) -> Document:
-    """The app's OpenAPI 3.1 document, completed: response headers declared (Idempotent-Replayed on
-    every write's success, Allow on 405) and no schema that nothing references."""
+def document(app: APIGatewayRestResolver, title: str, description: str, bodies: Bodies | None = None) -> Document:
+    """The app's OpenAPI 3.1 document, completed: the bodies a route validates itself (`bodies`: after
+    its state check, so the framework does not see them), response headers declared (Idempotent-Replayed
+    on every write's success, Allow on 405) and no schema that nothing references."""
     doc: Document = json.loads(app.get_openapi_json_schema(title=title, version="1.0.0", description=description))
+    _declare_bodies(doc, bodies or {})
     for method, operation in _operations(doc):
         for status, response in operation.get("responses", {}).items():
             if status == "405":
@@ -91,6 +98,22 @@ def document(app: APIGatewayRestResolver, title: str, description: str) -> Docum
             elif method == "post" and status.startswith("2"):
                 response["headers"] = {REPLAYED_HEADER: _REPLAYED}
     return _without_unused_schemas(doc)
+
+
+def _declare_bodies(doc: Document, bodies: Bodies) -> None:
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    for _, operation in _operations(doc):
+        declared = bodies.get(operation.get("operationId", ""))
+        if declared is None:
+            continue
+        model, required = declared
+        schema = model.model_json_schema(ref_template=_SCHEMAS + "{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+        operation["requestBody"] = {
+            "required": required,
+            "content": {"application/json": {"schema": {"$ref": _SCHEMAS + model.__name__}}},
+        }
 
 
 def bedrock(doc: Document) -> Document:

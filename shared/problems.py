@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from shared import aws, errors, json_input
 from shared.control_record import ActionView
+from shared.events import AcceptanceSummary, SimulationSummary
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 # A 422 lists at most this many invalid fields and counts the rest (`errorsOmitted`).
@@ -33,8 +34,13 @@ logger = Logger(child=True)
 # DomainError -> (status, slug, title, retryable). Order matters: the first isinstance match wins.
 _DOMAIN_ERRORS: tuple[tuple[type[errors.DomainError], int, str, str, bool], ...] = (
     (errors.NotFound, 404, "not-found", "Not found", False),
+    (errors.StaleSimulation, 409, "stale-simulation", "The named quote is not the journey's current one", False),
+    (errors.StaleAcceptance, 409, "stale-acceptance", "The named acceptance is not the journey's current one", False),
+    (errors.QuotesExhausted, 409, "quotes-exhausted", "The journey has had all its quotes", False),
     (errors.IllegalTransition, 409, "illegal-transition", "Command not allowed in the current state", False),
+    (errors.SimulationLimitReached, 409, "quotes-exhausted", "The journey has had all its quotes", False),
     (errors.BusinessRuleViolated, 409, "business-rule-violated", "Business rule violated", False),
+    (errors.InvalidRequest, 422, "validation", "Invalid request", False),
     (errors.LedgerMoved, 412, "ledger-moved", "The journey moved since the command was decided", False),
     (errors.MissingIdempotencyKey, 400, "idempotency-key-missing", "Idempotency-Key header required", False),
     (errors.InvalidIdempotencyKey, 400, "idempotency-key-invalid", "Idempotency-Key header invalid", False),
@@ -77,7 +83,9 @@ def domain_problem(error: errors.DomainError) -> Response[str]:
         if isinstance(error, error_type):
             extensions: dict[str, Any] = {}
             if isinstance(error, errors.IllegalTransition):
-                extensions["availableActions"] = error.available_actions
+                extensions = {**error.context, "availableActions": error.available_actions}
+            if isinstance(error, errors.InvalidRequest):
+                return invalid_fields(error.errors)
             return problem(status, slug, title, error.detail, retryable, **extensions)
     return problem(500, "internal", "Internal error", "unexpected domain error", retryable=True)
 
@@ -107,8 +115,12 @@ def validation_problem(error: RequestValidationError) -> Response[str]:
         described = _describe(bad_headers[:MAX_LISTED_ERRORS])
         detail = "; ".join(f"{d['field']}: {d['message']}" for d in described)
         return problem(400, "bad-header", "Missing or invalid header", detail)
-    # A body with thousands of unknown keys has thousands of errors: list the first few, count the rest,
-    # so no error response grows with the input.
+    return invalid_fields(found)
+
+
+def invalid_fields(found: list[Any]) -> Response[str]:
+    """422 listing the invalid fields (pydantic's error dicts). A body with thousands of unknown keys has
+    thousands of errors: list the first few, count the rest, so no error response grows with the input."""
     described = _describe(found[:MAX_LISTED_ERRORS])
     omitted = len(found) - len(described)
     detail = "; ".join(f"{d['field']}: {d['message']}" for d in described[:3]) or "invalid request"
@@ -178,6 +190,15 @@ class ProblemDetails(BaseModel):
     retryable: bool = Field(description="True when the same request may succeed later; retrying is safe.")
     availableActions: list[ActionView] = Field(
         default_factory=list, description="On 409 from the orchestrator: the commands that are legal now."
+    )
+    simulation: SimulationSummary | None = Field(
+        default=None,
+        description="On 409 stale-simulation: the journey's current quote (null if it has none): accept it by "
+        "naming its simulationId, or re-price.",
+    )
+    acceptance: AcceptanceSummary | None = Field(
+        default=None,
+        description="On 409 stale-acceptance: the journey's current acceptance (null if it has none).",
     )
     errors: list[FieldError] = Field(
         default_factory=list, description=f"On 422: each invalid field (the first {MAX_LISTED_ERRORS})."

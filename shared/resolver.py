@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from shared import json_input, problems
-from shared.idempotency import REPLAYED_HEADER, Answer
+from shared.idempotency import ORIGIN_HEADER, REPLAYED_HEADER, Answer
 
 _Route = TypeVar("_Route", bound=Callable[..., Any])
 # A rule's `<name>` matches one path segment of these characters, as Powertools' REST resolver
@@ -60,6 +60,8 @@ class Resolver(APIGatewayRestResolver):
 def respond(answer: Answer) -> Response[str]:
     """A command's answer as the route's response: JSON, with `Idempotent-Replayed: true` on a replay."""
     headers = {REPLAYED_HEADER: "true"} if answer.replayed else {}
+    if answer.replayed and answer.origin is not None:
+        headers[ORIGIN_HEADER] = answer.origin
     return Response(status_code=answer.status, content_type="application/json", body=answer.body, headers=headers)
 
 

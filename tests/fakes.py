@@ -149,9 +149,16 @@ class FakeSystem:
     loans_store: FakeLoanStore = field(default_factory=FakeLoanStore)
     journeys: FakeJourneyStore = field(default_factory=FakeJourneyStore)
     sleeps: list[float] = field(default_factory=list)
+    max_simulations: int = 100
 
     def __post_init__(self) -> None:
-        loans = LoansService(self.loans_store, quiet_metrics("loans-api"), clock=utc_now, receipt_ttl_seconds=3600)
+        loans = LoansService(
+            self.loans_store,
+            quiet_metrics("loans-api"),
+            clock=utc_now,
+            receipt_ttl_seconds=3600,
+            max_simulations=self.max_simulations,
+        )
         self.wire = InProcessHttp(guarded(create_loans_app(loans)))
         client = HttpLoansClient("http://loans-api.invalid", self.wire, urllib3.Timeout(connect=0.3, read=1.5))
         self.deadline = RequestDeadline()  # never started: unlimited, unless a test starts it
@@ -219,6 +226,28 @@ def simulate(system: FakeSystem, journey: str, amount: int = 10000, key: str | N
     """The agent simulates `amount` over 36 months, with its own Idempotency-Key `key` if given."""
     body = {"amount": Decimal(amount), "termMonths": 36}
     return system.service.simulate(journey, Decimal(amount), 36, None if key is None else agent_key(journey, key, body))
+
+
+def current_id(system: FakeSystem, journey: str, part: str) -> str:
+    """The id of the record's `part` (simulation, acceptance), as an agent that just read it would name it."""
+    held = getattr(system.record(journey), part)
+    return "no-such-id" if held is None else str(getattr(held, part + "Id"))
+
+
+def accept(system: FakeSystem, journey: str, simulation_id: str | None = None) -> Answer:
+    """The agent accepts `simulation_id`, by default the quote its record shows now."""
+    named = simulation_id or current_id(system, journey, "simulation")
+    return system.service.accept(journey, lambda: named)
+
+
+def disburse(system: FakeSystem, journey: str, acceptance_id: str | None = None) -> Answer:
+    """The agent disburses `acceptance_id`, by default the acceptance its record shows now."""
+    named = acceptance_id or current_id(system, journey, "acceptance")
+    return system.service.disburse(journey, lambda: named)
+
+
+def cancel(system: FakeSystem, journey: str) -> Answer:
+    return system.service.cancel(journey, lambda: None)
 
 
 def every_reply_lost(system: FakeSystem, command: Callable[[], Any]) -> None:

@@ -22,7 +22,7 @@ from functions.loans_api.models import (
 )
 from functions.loans_api.service import KeyedRequest, LoansService
 from shared import openapi
-from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, MAX_KEY_LENGTH, require_key
+from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, MAX_KEY_LENGTH, ORIGIN_HEADER, require_key
 from shared.loan_terms import ID_PATTERN
 from shared.resolver import new_resolver, respond
 
@@ -48,6 +48,17 @@ ExpectedSeq = Annotated[
         "commands.",
     ),
 ]
+Origin = Annotated[
+    str | None,
+    Header(
+        alias=ORIGIN_HEADER,
+        min_length=1,
+        max_length=64,
+        description="Optional: the caller's id of the request this attempt belongs to (the same on each retry). "
+        "The receipt records it, and a replay answers it back in the same header, so the caller can tell its own "
+        "earlier attempt from an earlier request.",
+    ),
+]
 _WRITE_ERRORS = openapi.problem_responses(404, 409, 412, 503)
 _ANSWER = "Committed, or the recorded answer of an earlier request with this key (header Idempotent-Replayed)."
 
@@ -59,10 +70,10 @@ def _written(status: int, model: type[BaseModel]) -> dict[int, OpenAPIResponse]:
 def create_app(service: LoansService) -> APIGatewayRestResolver:
     app = new_resolver()
 
-    def keyed(key: str, expected_seq: int | None, body: BaseModel | None = None) -> KeyedRequest:
+    def keyed(key: str, expected_seq: int | None, origin: str | None, body: BaseModel | None = None) -> KeyedRequest:
         event = app.current_event
         validated = None if body is None else body.model_dump()
-        return KeyedRequest(require_key(key), event.http_method, event.path, validated, expected_seq)
+        return KeyedRequest(require_key(key), event.http_method, event.path, validated, expected_seq, origin)
 
     @app.post(
         "/simulations",
@@ -74,9 +85,12 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         "ACTIVE acceptance (if any) CANCELLED. 409 once the journey is cancelled or disbursed.",
     )
     def create_simulation(
-        body: SimulationRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
+        body: SimulationRequest,
+        idempotency_key: IdempotencyKey,
+        expected_seq: ExpectedSeq = None,
+        origin: Origin = None,
     ) -> Response[str]:
-        request = keyed(idempotency_key, expected_seq, body)
+        request = keyed(idempotency_key, expected_seq, origin, body)
         return respond(service.create_simulation(request, body.journeyId, body.amount, body.termMonths))
 
     @app.post(
@@ -88,9 +102,12 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         "409 unless `simulationId` is the ACTIVE simulation and no acceptance is ACTIVE.",
     )
     def create_acceptance(
-        body: AcceptanceRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
+        body: AcceptanceRequest,
+        idempotency_key: IdempotencyKey,
+        expected_seq: ExpectedSeq = None,
+        origin: Origin = None,
     ) -> Response[str]:
-        request = keyed(idempotency_key, expected_seq, body)
+        request = keyed(idempotency_key, expected_seq, origin, body)
         return respond(service.create_acceptance(request, body.journeyId, body.simulationId))
 
     @app.post(
@@ -103,9 +120,12 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         "domain condition, whatever key it carries.",
     )
     def create_disbursement(
-        body: DisbursementRequest, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
+        body: DisbursementRequest,
+        idempotency_key: IdempotencyKey,
+        expected_seq: ExpectedSeq = None,
+        origin: Origin = None,
     ) -> Response[str]:
-        request = keyed(idempotency_key, expected_seq, body)
+        request = keyed(idempotency_key, expected_seq, origin, body)
         return respond(service.create_disbursement(request, body.journeyId, body.acceptanceId))
 
     @app.post(
@@ -119,9 +139,9 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         "409 if the journey was disbursed or is already cancelled (a repeat with the same key replays instead).",
     )
     def cancel_journey(
-        journey_id: PathId, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None
+        journey_id: PathId, idempotency_key: IdempotencyKey, expected_seq: ExpectedSeq = None, origin: Origin = None
     ) -> Response[str]:
-        return respond(service.cancel_journey(keyed(idempotency_key, expected_seq), journey_id))
+        return respond(service.cancel_journey(keyed(idempotency_key, expected_seq, origin), journey_id))
 
     @app.get(
         "/journeys/<journeyId>/ledger",

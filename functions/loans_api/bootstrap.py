@@ -17,7 +17,13 @@ from shared.guards import guarded
 def build_service(settings: LoansSettings, metrics: Metrics) -> LoansService:
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url)
     store = DynamoLoanStore(dynamodb, settings.loans_table_name, settings.pending_shards)
-    return LoansService(store, metrics, clock=utc_now, receipt_ttl_seconds=settings.receipt_ttl_seconds)
+    return LoansService(
+        store,
+        metrics,
+        clock=utc_now,
+        receipt_ttl_seconds=settings.receipt_ttl_seconds,
+        max_simulations=settings.max_simulations_per_journey,
+    )
 
 
 def build(settings: LoansSettings, metrics: Metrics) -> Handler:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from uuid6 import uuid7
 
 from functions.loans_api import pricing
-from shared.errors import BusinessRuleViolated
+from shared.errors import BusinessRuleViolated, SimulationLimitReached
 from shared.events import (
     AcceptanceSummary,
     DisbursementSummary,
@@ -84,6 +84,9 @@ class Change:
 
 
 ACTIVE, SUPERSEDED, CANCELLED = "ACTIVE", "SUPERSEDED", "CANCELLED"
+# Quotes one journey may have (loans-api's setting `max_simulations_per_journey` defaults to it): it
+# bounds the journey's history, and so every read of it.
+MAX_SIMULATIONS = 100
 
 
 def _event(ledger: Ledger, event_type: EventType, snapshot: LoanSnapshot, now: datetime) -> LoanEvent:
@@ -112,11 +115,20 @@ def _cancel_active_acceptance(ledger: Ledger) -> list[EntityWrite]:
     return [] if acceptance is None else [EntityWrite("ACCEPTANCE", acceptance.acceptanceId, CANCELLED, create=False)]
 
 
-def create_simulation(ledger: Ledger, amount: Decimal, term_months: int, now: datetime) -> Change:
+def create_simulation(
+    ledger: Ledger, amount: Decimal, term_months: int, now: datetime, limit: int = MAX_SIMULATIONS
+) -> Change:
     """Price a loan and make it the active simulation. In the same transaction the previous
     simulation is superseded and an active acceptance is cancelled (the compensation lives inside
-    the command, so no other command of the journey can land between the two)."""
+    the command, so no other command of the journey can land between the two). A journey has at
+    most `limit` quotes: its history (and every read of it) stays bounded."""
     _require_open(ledger)
+    left = ledger.snapshot.simulationsLeft
+    left = limit if left is None else min(left, limit)
+    if left <= 0:
+        raise SimulationLimitReached(
+            f"journey {ledger.journey_id} has had its {limit} quotes: accept the current one, or cancel"
+        )
     quote = pricing.quote(amount, term_months)
     simulation = SimulationSummary(
         simulationId=new_id(),
@@ -126,7 +138,9 @@ def create_simulation(ledger: Ledger, amount: Decimal, term_months: int, now: da
         monthlyPayment=quote.monthly_payment,
         totalRepayable=quote.total_repayable,
     )
-    snapshot = ledger.snapshot.model_copy(update={"state": "simulated", "simulation": simulation, "acceptance": None})
+    snapshot = ledger.snapshot.model_copy(
+        update={"state": "simulated", "simulation": simulation, "acceptance": None, "simulationsLeft": left - 1}
+    )
     event = _event(ledger, "SimulationCreated", snapshot, now)
     writes = [EntityWrite("SIMULATION", simulation.simulationId, ACTIVE, simulation.model_dump(mode="json"))]
     previous = ledger.snapshot.simulation

@@ -39,6 +39,11 @@ class JourneyTruth(Message):
     disbursement: dict[str, Any] | None
     events: list[dict[str, Any]]
     lastEvent: LoanEvent
+    olderOmitted: list[Literal["simulations", "acceptances", "events"]] = Field(
+        default_factory=list,
+        description="The lists that show only their newest entries (50): older ones exist and are left out, so "
+        "the read costs the same however long the journey's history.",
+    )
 
     @classmethod
     def of(
@@ -48,6 +53,7 @@ class JourneyTruth(Message):
         acceptances: list[dict[str, Any]],
         disbursement: dict[str, Any] | None,
         events: list[dict[str, Any]],
+        older_omitted: list[str] | None = None,
     ) -> JourneyTruth:
         """The truth whose ledger stands at `last_event`."""
         return cls(
@@ -59,6 +65,7 @@ class JourneyTruth(Message):
             disbursement=disbursement,
             events=events,
             lastEvent=last_event,
+            olderOmitted=older_omitted or [],
         )
 
 

@@ -39,6 +39,8 @@ class KeyedRequest:
     # A precondition, not part of the request: the caller's view of the ledger (None: no precondition).
     # Not fingerprinted, so a repeat decided on a newer view is still the same request.
     expected_seq: int | None = None
+    # The caller's id of the request this attempt belongs to (ORIGIN_HEADER): recorded in the receipt.
+    origin: str | None = None
 
     @property
     def request_hash(self) -> str:
@@ -52,6 +54,7 @@ class LoansService:
         metrics: Metrics,
         clock: Callable[[], datetime],
         receipt_ttl_seconds: int,
+        max_simulations: int = domain.MAX_SIMULATIONS,
         max_conflict_retries: int = 8,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -59,6 +62,7 @@ class LoansService:
         self._metrics = metrics
         self._clock = clock
         self._receipt_ttl = receipt_ttl_seconds
+        self._max_simulations = max_simulations
         self._max_conflict_retries = max_conflict_retries
         self._sleep = sleep
 
@@ -66,7 +70,9 @@ class LoansService:
 
     def create_simulation(self, request: KeyedRequest, journey_id: str, amount: Decimal, term_months: int) -> Answer:
         return self._execute(
-            request, journey_id, lambda ledger, now: domain.create_simulation(ledger, amount, term_months, now)
+            request,
+            journey_id,
+            lambda ledger, now: domain.create_simulation(ledger, amount, term_months, now, self._max_simulations),
         )
 
     def create_acceptance(self, request: KeyedRequest, journey_id: str, simulation_id: str) -> Answer:
@@ -116,7 +122,7 @@ class LoansService:
                 # A replay of a command that is no longer legal must still get its recorded answer.
                 return self._replay_or_raise(request, request_hash, error)
             body = json.dumps(change.response, separators=(",", ":"))
-            receipt = Receipt(request.key, request_hash, change.status_code, body)
+            receipt = Receipt(request.key, request_hash, change.status_code, body, request.origin)
             expires_at = int(now.timestamp()) + self._receipt_ttl
             outcome = self._store.commit(change, receipt, expires_at)
             if outcome.status is CommitStatus.COMMITTED:
@@ -158,4 +164,4 @@ class LoansService:
     def _replayed(self, receipt: Receipt) -> Answer:
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
         logger.info("idempotent replay", extra={"idempotency_key": receipt.key})
-        return Answer(receipt.status, receipt.body, replayed=True)
+        return Answer(receipt.status, receipt.body, replayed=True, origin=receipt.origin)

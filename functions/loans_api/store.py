@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import PutTypeDef, QueryInputTypeDef, TransactWriteItemTypeDef
 
+# What `GET /journeys/{id}` lists of each kind of history: the newest this many (older ones are counted
+# as omitted, never read).
+HISTORY_PAGE = 50
 # Positions of the fixed items in every command's transaction; domain writes follow.
 _RECEIPT, _LEDGER = 0, 1
 
@@ -67,26 +70,35 @@ class DynamoLoanStore:
         return None if item is None else Receipt.from_values(item)
 
     def read_journey(self, journey_id: str) -> JourneyTruth | None:
-        items = self._query_partition(outbox.journey_pk(journey_id))
-        ledger = next((item for item in items if item["sk"] == outbox.LEDGER_SK), None)
+        """The ledger, the disbursement and the newest `HISTORY_PAGE` simulations, acceptances and events:
+        five bounded reads, whatever the journey's history (a journey has at most 100 quotes, and the read
+        costs the same at 1 or 100)."""
+        pk = outbox.journey_pk(journey_id)
+        ledger = self._get(pk, outbox.LEDGER_SK)
         if ledger is None:
             return None
+        older: list[str] = []
 
-        def entities(prefix: str) -> list[dict[str, Any]]:
-            return [_public(item) for item in items if item["sk"].startswith(prefix)]
+        def newest(name: str, prefix: str) -> list[dict[str, Any]]:
+            items = self._query_newest(pk, prefix, HISTORY_PAGE + 1)
+            if len(items) > HISTORY_PAGE:
+                older.append(name)
+            return [_public(item) for item in reversed(items[:HISTORY_PAGE])]
 
-        disbursements = entities("DISBURSEMENT")
+        simulations = newest("simulations", "SIMULATION#")
+        acceptances = newest("acceptances", "ACCEPTANCE#")
         events = [
             {"eventId": i["eventId"], "seq": i["seq"], "type": i["type"], "status": i["status"]}
-            for i in items
-            if i["sk"].startswith(outbox.EVENT_PREFIX)
+            for i in newest("events", outbox.EVENT_PREFIX)
         ]
+        disbursement = self._get(pk, "DISBURSEMENT")
         return JourneyTruth.of(
             _ledger_event(ledger),
-            simulations=entities("SIMULATION#"),
-            acceptances=entities("ACCEPTANCE#"),
-            disbursement=disbursements[0] if disbursements else None,
+            simulations=simulations,
+            acceptances=acceptances,
+            disbursement=None if disbursement is None else _public(disbursement),
             events=events,
+            older_omitted=older,
         )
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
@@ -94,20 +106,18 @@ class DynamoLoanStore:
         item = response.get("Item")
         return None if item is None else from_item(item)
 
-    def _query_partition(self, pk: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
+    def _query_newest(self, pk: str, prefix: str, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` items of the partition whose sort key starts with `prefix`, newest first (ids
+        and sequence numbers sort by time). One page: DynamoDB stops at `limit` items."""
         kwargs: QueryInputTypeDef = {
             "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": to_item({":pk": pk}),
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": to_item({":pk": pk, ":prefix": prefix}),
+            "ScanIndexForward": False,
+            "Limit": limit,
             "ConsistentRead": True,
         }
-        while True:
-            page = self._client.query(**kwargs)
-            items.extend(from_item(item) for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return items
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return [from_item(item) for item in self._client.query(**kwargs).get("Items", [])]
 
     # -- the one transaction ------------------------------------------------------------------
 

@@ -4,17 +4,26 @@ recover from each error."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
-from pydantic import BaseModel, WithJsonSchema
+from pydantic import BaseModel, ValidationError, WithJsonSchema
 
 from functions.orchestrator import keys
-from functions.orchestrator.models import ControlRecordView, CreateJourneyRequest, SimulateRequest
+from functions.orchestrator.models import (
+    AcceptRequest,
+    CancelRequest,
+    ControlRecordView,
+    CreateJourneyRequest,
+    DisburseRequest,
+    SimulateRequest,
+)
 from functions.orchestrator.service import AgentKey, JourneyService
 from functions.orchestrator.views import render_json
 from shared import openapi
+from shared.errors import InvalidRequest
 from shared.idempotency import HEADER, MAX_KEY_LENGTH, fingerprint, require_key
 from shared.loan_terms import ID_PATTERN
 from shared.resolver import new_resolver, respond
@@ -45,13 +54,22 @@ OptionalKey = Annotated[
     ),
 ]
 
+_Body = TypeVar("_Body", bound=BaseModel)
+# The bodies the service validates itself (after the state check), declared in the document by hand.
+DEFERRED_BODIES: dict[str, tuple[type[BaseModel], bool]] = {
+    "acceptSimulation": (AcceptRequest, True),
+    "disburseLoan": (DisburseRequest, True),
+    "cancelJourney": (CancelRequest, False),
+}
 _RECORD = openapi.success("The journey's Control Record.", ControlRecordView)
 _COMMAND_ERRORS = openapi.problem_responses(400, 404, 409, 413, 415, 422, 502, 503)
 
 DESCRIPTION = """Drive a loan journey for a customer: create a journey, simulate (price) a loan, accept the
 simulation, disburse the money, or cancel. Every response that succeeds is the journey's Control Record:
 `currentState` says where the journey is and `availableActions` lists exactly the calls that are legal next
-(follow their `href`). Every call is safe to repeat: a repeated accept, disburse or cancel returns the record
+(follow their `href`, and send their `body` when they carry one). accept and disburse name exactly what they
+act on (the quote's `simulationId`, the acceptance's `acceptanceId`): nothing the agent did not name is ever
+accepted or paid. Every call is safe to repeat: a repeated accept, disburse or cancel returns the record
 unchanged; a repeated createJourney or simulate with the same Idempotency-Key header creates nothing (header
 `Idempotent-Replayed: true`).
 Errors are RFC 9457 problem+json with `retryable`: when it is true, repeat the same call; when false, read
@@ -118,46 +136,69 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         key = agent_key(idempotency_key, "simulateLoan", body, journey_id)
         return respond(service.simulate(journey_id, body.amount, body.termMonths, key))
 
+    def deferred(model: type[_Body]) -> Callable[[], _Body]:
+        """The request's body as `model`, validated when the service asks (after the command's state
+        check: an illegal command is 409 whatever its body); no body reads as `{}`. The JSON is read now:
+        the resolver's current event is the one request this process serves only until the service runs."""
+        raw = app.current_event.json_body
+
+        def parse() -> _Body:
+            try:
+                return model.model_validate({} if raw is None else raw)
+            except ValidationError as error:
+                found = [{**e, "loc": ("body", *e["loc"])} for e in error.errors(include_url=False)]
+                raise InvalidRequest("the request body is not what this operation takes", found) from None
+
+        return parse
+
     @app.post(
         "/journeys/<journeyId>/accept",
         operation_id="acceptSimulation",
-        summary="Accept the current simulation",
-        description="The customer accepts the quote in `simulation`. Legal in `simulated`; repeating it once the "
-        "journey is `accepted` returns the record unchanged (header `Idempotent-Replayed: true`). If the quote was "
-        "replaced meanwhile, 409 lists what is legal now. Next: disburseLoan (or simulateLoan to re-price, which "
-        "cancels this acceptance, or cancelJourney).",
+        summary="Accept the quote the customer agreed to",
+        description="The customer accepts the quote whose `simulationId` you send: copy it from the record's "
+        "`simulation` (the acceptSimulation link in `availableActions` carries the exact body). Legal in "
+        "`simulated`. loans-api accepts it only if it is still the journey's current quote: if the journey was "
+        "re-priced meanwhile, nothing is accepted and the answer is 409 `stale-simulation` with the current quote "
+        "(`simulation`), which you accept only if the customer agrees to it. Repeating the accept of the same quote "
+        "returns the record unchanged (header `Idempotent-Replayed: true`). Next: disburseLoan (or simulateLoan to "
+        "re-price, which cancels this acceptance, or cancelJourney).",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
     def accept(journey_id: JourneyId) -> Response[str]:
-        return respond(service.accept(journey_id))
+        body = deferred(AcceptRequest)
+        return respond(service.accept(journey_id, lambda: body().simulationId))
 
     @app.post(
         "/journeys/<journeyId>/disburse",
         operation_id="disburseLoan",
         summary="Pay out the accepted loan (exactly once, ever)",
-        description="Moves the money. Legal in `accepted`. A journey is disbursed at most once, whatever is "
-        "repeated; repeating it in `disbursed` returns the record unchanged. `disbursed` is final: nothing, not "
-        "even cancel, is legal afterwards. Call it only when the customer has confirmed the payout.",
+        description="Moves the money: pays the acceptance whose `acceptanceId` you send (copy it from the record's "
+        "`acceptance`; the disburseLoan link in `availableActions` carries the exact body), for the amount of the "
+        "quote it accepted. Legal in `accepted`. If that acceptance is no longer the journey's current one (a "
+        "re-price cancelled it), nothing is paid: 409 `stale-acceptance`. A journey is disbursed at most once, "
+        "whatever is repeated; repeating it in `disbursed` returns the record unchanged. `disbursed` is final: "
+        "nothing, not even cancel, is legal afterwards. Call it only when the customer has confirmed the payout.",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
     def disburse(journey_id: JourneyId) -> Response[str]:
-        return respond(service.disburse(journey_id))
+        body = deferred(DisburseRequest)
+        return respond(service.disburse(journey_id, lambda: body().acceptanceId))
 
     @app.post(
         "/journeys/<journeyId>/cancel",
         operation_id="cancelJourney",
         summary="Abandon the journey",
         description="Cancels the journey and, in the same step, its acceptance and simulation; after that every "
-        "command on the journey is refused. Legal in `created`, `simulated` and `accepted`; repeating it (or "
-        "racing another cancel) returns the cancelled record. After `disbursed`: 409 with no availableActions. "
-        "Nothing follows: the journey is over.",
+        "command on the journey is refused. Send no body (or `{}`). Legal in `created`, `simulated` and `accepted`; "
+        "repeating it (or racing another cancel) returns the cancelled record. After `disbursed`: 409 with no "
+        "availableActions. Nothing follows: the journey is over.",
         responses={200: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
     def cancel(journey_id: JourneyId) -> Response[str]:
-        return respond(service.cancel(journey_id))
+        return respond(service.cancel(journey_id, deferred(CancelRequest)))
 
     @app.get(
         "/health",
@@ -170,5 +211,5 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    openapi.serve_openapi(app, title="Loan journey orchestrator", description=DESCRIPTION)
+    openapi.serve_openapi(app, title="Loan journey orchestrator", description=DESCRIPTION, bodies=DEFERRED_BODIES)
     return app

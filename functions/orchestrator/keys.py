@@ -6,7 +6,9 @@ can ever be answered from its receipt.
   the journey has moved since;
 - accept: the simulation it accepts (a simulation is accepted at most once: re-simulating makes a
   new one, and cancel is final);
-- disburse and cancel: the journey (each happens once per journey, ever).
+- disburse: the acceptance it pays (the agent names it; "one disbursement per journey, ever" is
+  loans-api's domain condition, whatever the key);
+- cancel: the journey (it happens once per journey, ever).
 Each key is also scoped by the journey, so one agent key on two journeys makes two commands, and the
 agent's own key by its caller (`agent_scope`), so two callers that pick the same key share nothing."""
 
@@ -55,8 +57,8 @@ def acceptance(journey_id: str, simulation_id: str) -> str:
     return f"{journey_id}:accept:{simulation_id}"
 
 
-def disbursement(journey_id: str) -> str:
-    return f"{journey_id}:disburse"
+def disbursement(journey_id: str, acceptance_id: str) -> str:
+    return f"{journey_id}:disburse:{acceptance_id}"
 
 
 def cancellation(journey_id: str) -> str:

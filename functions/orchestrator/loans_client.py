@@ -14,7 +14,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import NoCredentialsError
 
-from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, REPLAYED_HEADER
+from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, ORIGIN_HEADER, REPLAYED_HEADER
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class LoansRequest:
     body: dict[str, Any] | None = None
     idempotency_key: str | None = None
     expected_seq: int | None = None  # the ledger position the command was decided on
+    origin: str | None = None  # the agent request this call belongs to (the same on every retry)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class LoansReply:
     body: dict[str, Any]
     replayed: bool = False
     retried: bool = False
+    origin: str | None = None  # on a replay: the request that made the receipt
 
 
 class TransientLoansError(Exception):
@@ -108,6 +110,8 @@ class HttpLoansClient(JsonHttpEndpoint):
             headers[HEADER] = request.idempotency_key
         if request.expected_seq is not None:
             headers[EXPECTED_SEQ_HEADER] = str(request.expected_seq)
+        if request.origin is not None:
+            headers[ORIGIN_HEADER] = request.origin
         try:
             response = self._request(request.method, request.path, request.body, headers)
         except urllib3.exceptions.HTTPError as error:
@@ -120,4 +124,5 @@ class HttpLoansClient(JsonHttpEndpoint):
             # A cut or garbled body is a transport failure: the retry replays the recorded answer.
             raise TransientLoansError(f"unreadable body from loans-api ({response.status})") from error
         replayed = str(response.headers.get(REPLAYED_HEADER, "")).lower() == "true"
-        return LoansReply(status=response.status, body=payload, replayed=replayed)
+        origin = response.headers.get(ORIGIN_HEADER)
+        return LoansReply(status=response.status, body=payload, replayed=replayed, origin=origin and str(origin))

@@ -1,7 +1,8 @@
 """The saga's commands to loans-api, typed. Each agent command is exactly ONE loans-api command
-(D13), retried under one key, and sent with the ledger position of the Control Record it was decided
-on (a precondition loans-api checks after the key's receipt: an attempt abandoned here cannot commit
-after later commands). 4xx answers become domain errors here."""
+(D13), retried under one key, sent with the ledger position of the Control Record it was decided on (a
+precondition loans-api checks after the key's receipt: an attempt abandoned here cannot commit after
+later commands) and with the id of the agent request it belongs to (so a replay tells this request's own
+lost attempt from an earlier request's). 4xx answers become domain errors here."""
 
 from __future__ import annotations
 
@@ -25,9 +26,8 @@ _Part = TypeVar("_Part")
 @dataclass(frozen=True)
 class Committed:
     """What loans-api committed for a command. `replayed`: answered from the key's receipt, so the
-    event may be older than the ledger; `by_earlier_request`: the receipt was there before this
-    request's first attempt (the agent's own repeat, or a concurrent request), not made by an
-    attempt of ours whose reply was lost."""
+    event may be older than the ledger; `by_earlier_request`: the receipt was made by another request
+    (the agent's own repeat, a concurrent request), not by an attempt of this one whose reply was lost."""
 
     event: LoanEvent
     replayed: bool
@@ -38,30 +38,32 @@ class LoansGateway:
     def __init__(self, client: LoansClient) -> None:
         self._client = client
 
-    def create_simulation(self, record: ControlRecord, nonce: str, amount: Decimal, term_months: int) -> Committed:
+    def create_simulation(
+        self, record: ControlRecord, nonce: str, amount: Decimal, term_months: int, origin: str
+    ) -> Committed:
         """Price a loan; loans-api supersedes the active simulation and cancels an active acceptance
         in the same transaction."""
         journey_id = record.journeyId
         # A JSON number: float's shortest repr of a 2-place amount up to 100000 is that amount exactly.
         body = {"journeyId": journey_id, "amount": float(amount), "termMonths": term_months}
-        return self._command("/simulations", body, keys.simulation(journey_id, nonce), record)
+        return self._command("/simulations", body, keys.simulation(journey_id, nonce), record, origin)
 
-    def create_acceptance(self, record: ControlRecord) -> Committed:
-        """Accept the simulation the record shows."""
-        simulation_id = _held(record.simulation, record, "simulation").simulationId
+    def create_acceptance(self, record: ControlRecord, simulation_id: str, origin: str) -> Committed:
+        """Accept the quote the agent named; loans-api refuses it unless it is the journey's active one."""
         body = {"journeyId": record.journeyId, "simulationId": simulation_id}
-        return self._command("/acceptances", body, keys.acceptance(record.journeyId, simulation_id), record)
+        return self._command("/acceptances", body, keys.acceptance(record.journeyId, simulation_id), record, origin)
 
-    def create_disbursement(self, record: ControlRecord) -> Committed:
-        """Disburse the acceptance the record shows."""
-        acceptance_id = _held(record.acceptance, record, "acceptance").acceptanceId
+    def create_disbursement(self, record: ControlRecord, acceptance_id: str, origin: str) -> Committed:
+        """Disburse the acceptance the agent named; loans-api refuses it unless it is the active one, and
+        disburses a journey once, ever."""
         body = {"journeyId": record.journeyId, "acceptanceId": acceptance_id}
-        return self._command("/disbursements", body, keys.disbursement(record.journeyId), record)
+        key = keys.disbursement(record.journeyId, acceptance_id)
+        return self._command("/disbursements", body, key, record, origin)
 
-    def cancel_journey(self, record: ControlRecord) -> Committed:
+    def cancel_journey(self, record: ControlRecord, origin: str) -> Committed:
         """Cancel the journey and whatever is active in it, in one transaction."""
         journey_id = record.journeyId
-        return self._command(f"/journeys/{journey_id}/cancel", None, keys.cancellation(journey_id), record)
+        return self._command(f"/journeys/{journey_id}/cancel", None, keys.cancellation(journey_id), record, origin)
 
     def latest_event(self, journey_id: str) -> LoanEvent | None:
         """The newest event of loans-api's ledger for the journey (applying it brings a Control
@@ -72,8 +74,10 @@ class LoansGateway:
         _require_success(reply, "GET /journeys/{id}/ledger")
         return _event(reply, "GET /journeys/{id}/ledger", "lastEvent")
 
-    def _command(self, path: str, body: dict[str, Any] | None, key: str, decided_on: ControlRecord) -> Committed:
-        reply = self._client.send(LoansRequest("POST", path, body, key, decided_on.lastAppliedSeq))
+    def _command(
+        self, path: str, body: dict[str, Any] | None, key: str, decided_on: ControlRecord, origin: str
+    ) -> Committed:
+        reply = self._client.send(LoansRequest("POST", path, body, key, decided_on.lastAppliedSeq, origin))
         if reply.status == 409:
             raise BusinessRuleViolated(str(reply.body.get("detail", "loans-api refused the command")))
         if reply.status == 412:
@@ -83,7 +87,18 @@ class LoansGateway:
             raise IdempotencyKeyReused("this Idempotency-Key was already used for a different request")
         _require_success(reply, f"POST {path}")
         event = _event(reply, f"POST {path}", "event")
-        return Committed(event, reply.replayed, by_earlier_request=reply.replayed and not reply.retried)
+        return Committed(event, reply.replayed, by_earlier_request=_by_earlier_request(reply, origin))
+
+
+def _by_earlier_request(reply: LoansReply, origin: str) -> bool:
+    """Was a replay made by another request than this one (the agent's own repeat, a concurrent request)?
+    The receipt records the request that committed it; one recorded before origins were (None) falls back
+    to: our first attempt met it, so no attempt of ours made it."""
+    if not reply.replayed:
+        return False
+    if reply.origin is not None:
+        return reply.origin != origin
+    return not reply.retried
 
 
 def _held(part: _Part | None, record: ControlRecord, name: str) -> _Part:

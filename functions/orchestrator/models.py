@@ -8,7 +8,7 @@ from pydantic import Field
 
 from shared.control_record import ActionView, ControlRecord
 from shared.events import Message
-from shared.loan_terms import Amount, TermMonths
+from shared.loan_terms import Amount, EntityId, TermMonths
 
 
 class CreateJourneyRequest(Message):
@@ -20,6 +20,24 @@ class CreateJourneyRequest(Message):
 class SimulateRequest(Message):
     amount: Amount
     termMonths: TermMonths
+
+
+class AcceptRequest(Message):
+    simulationId: Annotated[
+        EntityId,
+        Field(description="The quote the customer accepts: the `simulationId` of the record's `simulation`."),
+    ]
+
+
+class DisburseRequest(Message):
+    acceptanceId: Annotated[
+        EntityId,
+        Field(description="The acceptance to pay out: the `acceptanceId` of the record's `acceptance`."),
+    ]
+
+
+class CancelRequest(Message):
+    """No fields: send `{}` or no body."""
 
 
 class ControlRecordView(ControlRecord):

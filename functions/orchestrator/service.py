@@ -19,11 +19,21 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.orchestrator import keys
 from functions.orchestrator.loans_gateway import Committed, LoansGateway
 from functions.orchestrator.views import actions, render_json
-from shared import backoff, state_machine
+from shared import aws, backoff, state_machine
 from shared import metric_names as names
 from shared.applier import EventApplier
 from shared.control_record import ControlRecord, new_control_record
-from shared.errors import BusinessRuleViolated, IllegalTransition, JourneyNotFound, LedgerMoved, StoreContention
+from shared.errors import (
+    BusinessRuleViolated,
+    IllegalTransition,
+    JourneyNotFound,
+    LedgerMoved,
+    QuotesExhausted,
+    StaleAcceptance,
+    StaleSimulation,
+    StoreContention,
+    UpstreamUnavailable,
+)
 from shared.idempotency import Answer, Receipt
 from shared.state_machine import Command
 
@@ -46,11 +56,36 @@ class AgentKey:
     request_hash: str
 
 
-# Sends one loans-api command decided on `record`; returns what it committed (or had committed).
-Send = Callable[[ControlRecord], Committed]
+# What an accept or a disburse names (the simulationId, the acceptanceId), read when the service asks
+# for it: after the command's state check, so an illegal command is 409 whatever its body (InvalidRequest
+# when the body is not what the operation takes).
+Named = Callable[[], str]
+# A cancel's body, checked the same way (it takes `{}` or nothing).
+Checked = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A command as it is sent: the record it was decided on, what the agent named (the simulationId or
+    acceptanceId; empty for simulate and cancel), and the agent request it belongs to (`origin`, the
+    same for every attempt and decision of one request)."""
+
+    record: ControlRecord
+    named: str
+    origin: str
+
+
+# Sends one loans-api command; returns what it committed (or had committed).
+Send = Callable[[Decided], Committed]
 # A command is decided at most this often in one request (each time on a record caught up with a ledger
 # that moved): beyond that the journey is too busy, and the agent is told to retry.
 MAX_DECISIONS = 6
+# What a 503 on a simulate sent without an Idempotency-Key must add: its repeat is a new quote.
+KEYLESS_SIMULATE = (
+    " This simulate carried no Idempotency-Key, so a quote may have been made: repeating it as it is may price a "
+    "second quote. Read the journey (getJourney) first: if its `simulation` has your amount and term, it was "
+    "made; to repeat a simulate safely, send it with an Idempotency-Key and repeat it with the same key."
+)
 
 
 class JourneyService:
@@ -101,69 +136,102 @@ class JourneyService:
         """With the agent's key, loans-api's receipt of that key answers a repeat before any effect,
         wherever the journey stands now; so the Control Record's state is not consulted first."""
         nonce = keys.new_nonce() if agent_key is None else keys.nonce_from_agent_key(agent_key.scope)
+        try:
+            return self._run(
+                journey_id,
+                "simulate",
+                lambda d: self._loans.create_simulation(d.record, nonce, amount, term_months, d.origin),
+                gate=agent_key is None,
+            )
+        except (UpstreamUnavailable, StoreContention) as error:
+            if agent_key is not None:
+                raise
+            raise type(error)(error.detail + KEYLESS_SIMULATE) from error
+        except Exception as error:
+            if agent_key is not None or not aws.is_transient(error):
+                raise
+            raise UpstreamUnavailable(
+                f"a storage call failed after its retries ({type(error).__name__}).{KEYLESS_SIMULATE}"
+            ) from error
+
+    def accept(self, journey_id: str, simulation_id: Named) -> Answer:
+        """Accepts exactly the quote the agent names, if loans-api's ledger says it is the journey's
+        current one; a quote re-priced meanwhile is never accepted in the agent's name (409
+        stale-simulation with the current quote)."""
         return self._run(
             journey_id,
-            "simulate",
-            lambda record: self._loans.create_simulation(record, nonce, amount, term_months),
-            gate=agent_key is None,
-            redecide=True,
+            "accept",
+            lambda d: self._loans.create_acceptance(d.record, d.named, d.origin),
+            named=simulation_id,
         )
 
-    def accept(self, journey_id: str) -> Answer:
-        """Accepts the quote the record shows. If the journey moved since (another quote, a cancel), it
-        is not re-decided: the agent is told what stands, and accepts again if it wants the new quote."""
-        return self._run(journey_id, "accept", self._loans.create_acceptance)
+    def disburse(self, journey_id: str, acceptance_id: Named) -> Answer:
+        """Pays exactly the acceptance the agent names (its quote's amount), if it is the journey's current
+        one; loans-api disburses a journey once, ever."""
+        return self._run(
+            journey_id,
+            "disburse",
+            lambda d: self._loans.create_disbursement(d.record, d.named, d.origin),
+            named=acceptance_id,
+        )
 
-    def disburse(self, journey_id: str) -> Answer:
-        """Disburses the acceptance the record shows; loans-api disburses a journey once, ever."""
-        return self._run(journey_id, "disburse", self._loans.create_disbursement)
-
-    def cancel(self, journey_id: str) -> Answer:
+    def cancel(self, journey_id: str, body: Checked) -> Answer:
         """loans-api cancels the journey and whatever is active in it, in one transaction; every
         caller uses the journey's one cancel key, so concurrent and repeated cancels are one effect."""
-        return self._run(journey_id, "cancel", self._loans.cancel_journey, redecide=True)
+
+        def checked() -> str:
+            body()
+            return ""
+
+        return self._run(journey_id, "cancel", lambda d: self._loans.cancel_journey(d.record, d.origin), named=checked)
 
     # -- the one shape of every loans-backed command -------------------------------------------
 
-    def _run(self, journey_id: str, command: Command, send: Send, gate: bool = True, redecide: bool = False) -> Answer:
-        """Send the command decided on the record; apply what loans-api committed. Each attempt carries
-        the ledger position it was decided on: if the ledger moved, nothing was committed; the record
-        catches up, and a command whose meaning does not depend on what moved (`redecide`: simulate,
-        cancel) is decided again on the fresh record, under the same key, after a short random pause
-        (concurrent deciders spread out instead of colliding again)."""
+    def _run(
+        self, journey_id: str, command: Command, send: Send, gate: bool = True, named: Named | None = None
+    ) -> Answer:
+        """Send the command decided on the record; apply what loans-api committed. The agent's request is
+        one `origin` for loans-api, whatever is retried. Each attempt carries the ledger position it was
+        decided on: if the ledger moved, nothing was committed; the record catches up, and the command is
+        decided again on the fresh record if it still means the same there (simulate and cancel always
+        do; accept and disburse while what they name is still current), under the same key, after a
+        short random pause (concurrent deciders spread out instead of colliding again)."""
+        origin = keys.new_nonce()
         record = self.get(journey_id)
         if gate:
             record = self._gate(record, command)
-            if state_machine.is_settled(record.currentState, command):
-                return self._answer(record, replayed=True)
+        # Read the body only now: an illegal command is 409 whatever it names.
+        target = "" if named is None else named()
+        if gate and state_machine.is_settled(record.currentState, command):
+            return self._settled(record, command, target)
         for decision in range(MAX_DECISIONS):
             try:
-                committed = send(record)
+                committed = send(Decided(record, target, origin))
             except (LedgerMoved, BusinessRuleViolated) as error:
                 # loans-api's ledger refused it: the journey moved (another command, a late commit, a
                 # record behind the truth). Catch up; then decide again, or say what is legal now.
                 record = self._catch_up(record)
                 if state_machine.is_settled(record.currentState, command):
-                    return self._answer(record, replayed=True)
-                if (
-                    isinstance(error, LedgerMoved)
-                    and redecide
-                    and state_machine.is_allowed(record.currentState, command)
-                ):
+                    return self._settled(record, command, target)
+                if isinstance(error, LedgerMoved) and _still_means(record, command, target):
                     self._pause(backoff.after_lost_race(decision + 1))
                     continue
-                raise IllegalTransition(_refusal(error, command, record), actions(record)) from error
+                raise _refusal(error, command, record, target) from error
             record = self._applier.apply(committed.event, "reply", current=record).record
             if committed.replayed:
                 # A receipt answers with the event it recorded, which may be older than the ledger
                 # (the acceptance it recorded may have been cancelled since): answer with the truth.
                 record = self._catch_up(record)
                 if command in state_machine.SETTLED_BY and not state_machine.is_settled(record.currentState, command):
+                    if record.currentState in _STALE_IN.get(command, ()):
+                        raise _stale(command, record, target, f"the earlier {command} of it was undone since")
                     raise IllegalTransition(
                         f"this '{command}' was done earlier and has been undone since (the journey is "
                         f"{record.currentState} now); availableActions lists what is legal now",
                         actions(record),
                     )
+                if not _names_current(record, command, target):
+                    raise _stale(command, record, target, "it was replaced since")
             logger.info(
                 "event applied by reply",
                 extra={
@@ -208,6 +276,13 @@ class JourneyService:
         )
         return decision.record
 
+    def _settled(self, record: ControlRecord, command: Command, target: str) -> Answer:
+        """The answer to a command whose effect already stands: the record (a repeat), unless the agent
+        named something else than what stands (another quote accepted, another acceptance paid)."""
+        if _names_current(record, command, target):
+            return self._answer(record, replayed=True)
+        raise _stale(command, record, target, f"the journey is {record.currentState} with another {_NAMED[command]}")
+
     def _answer(self, record: ControlRecord, replayed: bool) -> Answer:
         if replayed:
             self._count_replay()
@@ -217,10 +292,61 @@ class JourneyService:
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
 
 
-def _refusal(error: LedgerMoved | BusinessRuleViolated, command: Command, record: ControlRecord) -> str:
+# What each command names (the Control Record's field that holds its current value), and the states in
+# which naming another one is "stale" rather than plainly illegal.
+_NAMED: dict[Command, str] = {"accept": "simulation", "disburse": "acceptance"}
+_STALE_IN: dict[Command, tuple[str, ...]] = {"accept": ("simulated", "accepted"), "disburse": ("accepted", "disbursed")}
+
+
+def _current(record: ControlRecord, command: Command) -> str | None:
+    """The id the record holds for what `command` names: its quote for accept, its acceptance for disburse."""
+    if command == "accept":
+        return None if record.simulation is None else record.simulation.simulationId
+    if command == "disburse":
+        return None if record.acceptance is None else record.acceptance.acceptanceId
+    return None
+
+
+def _names_current(record: ControlRecord, command: Command, target: str) -> bool:
+    """Does what the agent named (nothing, for simulate and cancel) stand in the record?"""
+    return command not in _NAMED or _current(record, command) == target
+
+
+def _still_means(record: ControlRecord, command: Command, target: str) -> bool:
+    """May the command be decided again on the caught-up record with the same meaning? Legal there, what
+    it names still current, and (simulate) quotes left."""
+    if not state_machine.is_allowed(record.currentState, command):
+        return False
+    if command == "simulate":
+        return record.simulationsLeft != 0
+    return _names_current(record, command, target)
+
+
+def _stale(command: Command, record: ControlRecord, target: str, why: str) -> IllegalTransition:
+    kind = _NAMED[command]
+    current = getattr(record, kind)
+    detail = (
+        f"{kind} {target} is not the journey's current {kind} ({why}); nothing was done. `{kind}` is the current "
+        f"one: act on it (availableActions carries its body) only if the customer agreed to it"
+    )
+    error_type = StaleSimulation if command == "accept" else StaleAcceptance
+    return error_type(detail, actions(record), {kind: None if current is None else current.model_dump(mode="json")})
+
+
+def _refusal(
+    error: LedgerMoved | BusinessRuleViolated, command: Command, record: ControlRecord, target: str
+) -> IllegalTransition:
+    """What the agent is told when loans-api refused the command, decided on the caught-up record."""
+    if record.currentState in _STALE_IN.get(command, ()) and not _names_current(record, command, target):
+        return _stale(command, record, target, f"the journey is {record.currentState}")
+    if command == "simulate" and record.simulationsLeft == 0:
+        return QuotesExhausted(
+            f"the journey has had all its quotes; accept the current one or cancel ({error.detail})", actions(record)
+        )
     if isinstance(error, BusinessRuleViolated):
-        return error.detail
-    return (
+        return IllegalTransition(error.detail, actions(record))
+    return IllegalTransition(
         f"the journey changed since '{command}' was decided: it is {record.currentState} now, and nothing was done; "
-        "availableActions lists what is legal now (read the journey to see what changed)"
+        "availableActions lists what is legal now (read the journey to see what changed)",
+        actions(record),
     )

@@ -18,9 +18,9 @@ def journey_href(journey_id: str) -> str:
 # no body). tests/integration/test_agent_contract.py checks both against the served document.
 OPERATIONS: dict[Command, tuple[str, str | None]] = {
     "simulate": ("simulateLoan", "SimulateRequest"),
-    "accept": ("acceptSimulation", None),
-    "disburse": ("disburseLoan", None),
-    "cancel": ("cancelJourney", None),
+    "accept": ("acceptSimulation", "AcceptRequest"),
+    "disburse": ("disburseLoan", "DisburseRequest"),
+    "cancel": ("cancelJourney", "CancelRequest"),
 }
 SCHEMAS = "#/components/schemas/"
 
@@ -35,9 +35,30 @@ def action_view(action: state_machine.Action) -> dict[str, Any]:
     return view
 
 
+def fixed_body(record: ControlRecord, command: Command) -> dict[str, Any] | None:
+    """The exact body a command takes on this record: accept names the record's quote, disburse its
+    acceptance, cancel takes `{}`; None where the agent chooses what to send (simulate)."""
+    if command == "accept" and record.simulation is not None:
+        return {"simulationId": record.simulation.simulationId}
+    if command == "disburse" and record.acceptance is not None:
+        return {"acceptanceId": record.acceptance.acceptanceId}
+    return {} if command == "cancel" else None
+
+
 def actions(record: ControlRecord) -> list[dict[str, Any]]:
+    """The record's legal next commands as links, each with the exact body to send where the journey fixes
+    it; simulate is left out once the journey has had all its quotes."""
     links = state_machine.available_actions(record.currentState, journey_href(record.journeyId))
-    return [action_view(action) for action in links]
+    views = []
+    for action in links:
+        if action.name == "simulate" and record.simulationsLeft == 0:
+            continue
+        view = action_view(action)
+        body = fixed_body(record, action.name)
+        if body is not None:
+            view["body"] = body
+        views.append(view)
+    return views
 
 
 def render(record: ControlRecord) -> dict[str, Any]:

@@ -145,8 +145,9 @@ def test_every_link_names_an_operation_of_the_document_at_its_path_and_its_body_
     record = json_of(orchestrator.post("/journeys", {"customerId": "c"}, key=str(uuid.uuid4())))
     journey_id = record["journeyId"]
     links = list(record["availableActions"])
-    for command, body in (("simulate", {"amount": 10000, "termMonths": 36}), ("accept", None)):
-        record = json_of(orchestrator.post(f"/journeys/{journey_id}/{command}", body))
+    for command in ("simulate", "accept"):
+        [link] = [link for link in record["availableActions"] if link["name"] == command]
+        record = json_of(orchestrator.post(link["href"], link.get("body", {"amount": 10000, "termMonths": 36})))
         links += record["availableActions"]
     assert {link["name"] for link in links} == {"simulate", "accept", "disburse", "cancel"}
     # Then each link's operationId is the operation its method and href reach, and its body schema resolves
@@ -156,3 +157,5 @@ def test_every_link_names_an_operation_of_the_document_at_its_path_and_its_body_
         assert path.replace("{journeyId}", journey_id) == link["href"]
         body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
         assert link.get("requestSchema") == (body["$ref"] if body else None)
+        # and the exact body it carries (all but simulate's, which the agent chooses) is valid against it
+        assert ("body" in link) is (link["name"] != "simulate")

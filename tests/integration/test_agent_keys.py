@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from saga.local.apigw import CALLER_HEADER
 from tests.integration.aws_calls import scan
-from tests.integration.journeys import command, new_journey, simulate, truth
+from tests.integration.journeys import command, new_journey, simulate, truth, truth_names
 from tests.support import json_of
 
 if TYPE_CHECKING:
@@ -64,7 +64,9 @@ def test_repeating_a_simulate_key_after_the_journey_moved_on_keeps_the_acceptanc
     loans_http.persistent_fault = "lose"
     assert simulate(orchestrator, journey, key="K").status == 503
     loans_http.persistent_fault = None
-    accepted = json_of(command(orchestrator, journey, "accept"))  # catches up, then accepts
+    # (it names the quote it learned of: its record is behind; the orchestrator catches up, then accepts)
+    quote = truth_names(loans_http, journey["journeyId"], "accept")
+    accepted = json_of(command(orchestrator, journey, "accept", quote))
     # When the agent repeats K with the same amount written differently
     again = orchestrator.post(
         f"/journeys/{journey['journeyId']}/simulate",

@@ -18,6 +18,7 @@ from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
 from saga.local.inprocess import InProcessHttp
 from shared import aws
+from tests.integration.journeys import truth_names
 from tests.support import FakeClock, json_of, quiet_metrics
 
 API_GATEWAY_INTEGRATION_TIMEOUT = 29.0
@@ -101,7 +102,9 @@ def test_every_command_answers_within_the_function_timeout(
     if state in ("simulated", "accepted", "stale"):
         orchestrator.post(f"/journeys/{journey}/simulate", {"amount": 10000, "termMonths": 36})
     if state == "accepted":
-        orchestrator.post(f"/journeys/{journey}/accept")
+        orchestrator.post(f"/journeys/{journey}/accept", truth_names(loans_http, journey, "accept"))
+    if body is None and name in ("accept", "disburse"):
+        body = truth_names(loans_http, journey, name)  # what the agent names: what the journey holds
     # And the worst timing from here on, in the deployed function's budget
     loans_http.persistent_fault, loans_http.faults = FAULTS[faults][0], list(FAULTS[faults][1])
     handler = slow_orchestrator(orchestrator_settings, loans_http, clock)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.journeys import command, journey_in, new_journey, simulate, truth
+from tests.integration.journeys import command, journey_in, new_journey, simulate, truth, truth_names
 from tests.support import ApiClient, json_of
 
 
@@ -101,8 +101,10 @@ def test_compensating_from_accepted_with_every_reply_lost_is_whole_or_nothing(or
     assert facts["state"] == ("simulated" if name == "simulate" else "cancelled")
     assert [a["status"] for a in facts["acceptances"]] == ["CANCELLED"]
     assert len(facts["events"]) == 3
-    # And the next command catches up with the truth instead of refusing
-    record = json_of(command(orchestrator, journey, "accept" if name == "simulate" else "cancel"))
+    # And the next command (naming the new quote) catches up with the truth instead of refusing
+    follow_up = "accept" if name == "simulate" else "cancel"
+    body = truth_names(loans_http, journey["journeyId"], "accept") if name == "simulate" else None
+    record = json_of(command(orchestrator, journey, follow_up, body))
     assert record["currentState"] == ("accepted" if name == "simulate" else "cancelled")
     assert record["lastAppliedSeq"] == truth(loans_http, journey["journeyId"])["seq"]
 

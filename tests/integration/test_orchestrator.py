@@ -34,6 +34,8 @@ def test_a_new_journey_is_created_with_its_available_actions(orchestrator):
             "operationId": "cancelJourney",
             "method": "POST",
             "href": f"/journeys/{record['journeyId']}/cancel",
+            "requestSchema": "#/components/schemas/CancelRequest",
+            "body": {},
         },
     ]
     assert json_of(orchestrator.get(f"/journeys/{record['journeyId']}")) == record

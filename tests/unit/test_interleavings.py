@@ -11,8 +11,8 @@ from decimal import Decimal
 
 import pytest
 
-from shared.errors import IdempotencyKeyReused, IllegalTransition
-from tests.fakes import FakeSystem, every_reply_lost, simulate, state_of
+from shared.errors import IdempotencyKeyReused, IllegalTransition, StaleSimulation
+from tests.fakes import FakeSystem, accept, cancel, disburse, every_reply_lost, simulate, state_of
 from tests.support import ApiClient
 
 
@@ -27,7 +27,7 @@ def test_repeating_a_simulate_key_after_the_journey_moved_on_changes_nothing(sys
     journey = system.new_journey()
     every_reply_lost(system, lambda: simulate(system, journey, key="K"))
     system.road_two()
-    accepted = json.loads(system.service.accept(journey).body)
+    accepted = json.loads(accept(system, journey).body)
     assert accepted["currentState"] == "accepted"
     # When the agent repeats K with the same body
     again = simulate(system, journey, key="K")
@@ -43,7 +43,7 @@ def test_repeating_a_simulate_key_after_the_journey_moved_on_changes_nothing(sys
 def test_a_simulate_key_repeated_after_cancel_is_a_replay_not_a_refusal(system):
     journey = system.new_journey()
     first = simulate(system, journey, key="K")
-    system.service.cancel(journey)
+    cancel(system, journey)
     again = simulate(system, journey, key="K")
     assert (first.status, again.status, again.replayed) == (200, 200, True)
     assert state_of(again) == "cancelled"
@@ -55,10 +55,10 @@ def test_re_simulating_from_accepted_is_one_command_and_the_next_accept_accepts_
     # Given an accepted journey
     journey = system.new_journey()
     simulate(system, journey)
-    first_acceptance = json.loads(system.service.accept(journey).body)["acceptance"]
+    first_acceptance = json.loads(accept(system, journey).body)["acceptance"]
     # When the agent re-simulates (the acceptance is cancelled in the same transaction) and accepts
     resimulated = json.loads(simulate(system, journey, 9000).body)
-    accepted = json.loads(system.service.accept(journey).body)
+    accepted = json.loads(accept(system, journey).body)
     # Then the new quote is accepted: a new acceptance, not a replay of the cancelled one
     assert resimulated["currentState"] == "simulated"
     assert accepted["currentState"] == "accepted"
@@ -80,12 +80,12 @@ def test_compensating_commands_from_accepted_with_every_reply_lost_leave_nothing
     # Given an accepted journey
     journey = system.new_journey()
     simulate(system, journey)
-    system.service.accept(journey)
+    accept(system, journey)
     # When the agent re-simulates or cancels, and every reply is lost
     if command == "simulate":
         every_reply_lost(system, lambda: simulate(system, journey, 9000))
     else:
-        every_reply_lost(system, lambda: system.service.cancel(journey))
+        every_reply_lost(system, lambda: cancel(system, journey))
     # Then loans-api made exactly one change, whole: the acceptance cancelled with it
     assert system.loans_store.statuses(journey, "ACCEPTANCE#") == ["CANCELLED"]
     assert len(system.loans_store.events) == 3
@@ -99,11 +99,11 @@ def test_concurrent_cancels_all_answer_cancelled_with_one_effect(system):
     # Given an accepted journey, and a second cancel that lands between the first cancel's attempts
     journey = system.new_journey()
     simulate(system, journey)
-    system.service.accept(journey)
+    accept(system, journey)
     inner: list[str] = []
-    system.wire.faults = ["timeout", lambda: inner.append(state_of(system.service.cancel(journey)))]
+    system.wire.faults = ["timeout", lambda: inner.append(state_of(cancel(system, journey)))]
     # When the first cancel goes on
-    outer = system.service.cancel(journey)
+    outer = cancel(system, journey)
     # Then both answer cancelled, and loans-api cancelled once
     assert (inner, state_of(outer)) == (["cancelled"], "cancelled")
     assert [e.type for e in system.loans_store.events].count("JourneyCancelled") == 1
@@ -114,7 +114,7 @@ def test_a_simulate_after_an_accept_whose_replies_were_lost_cancels_that_accepta
     # Given an accept that committed but whose every reply was lost: the record still says simulated
     journey = system.new_journey()
     simulate(system, journey)
-    every_reply_lost(system, lambda: system.service.accept(journey))
+    every_reply_lost(system, lambda: accept(system, journey))
     assert system.record(journey).currentState == "simulated"
     # When the agent re-simulates
     record = json.loads(simulate(system, journey, 12000).body)
@@ -129,27 +129,33 @@ def test_a_command_on_a_record_behind_the_truth_catches_up_instead_of_refusing(s
     # Given a simulate whose every reply was lost: the record says created, loans-api simulated
     journey = system.new_journey()
     every_reply_lost(system, lambda: simulate(system, journey))
-    # When the agent accepts (illegal on its stale record)
-    record = json.loads(system.service.accept(journey).body)
+    # When the agent accepts that quote by name (illegal on its stale record)
+    quote = system.truth(journey).snapshot.simulation
+    record = json.loads(accept(system, journey, quote.simulationId).body)
     # Then the orchestrator caught up with loans-api first, and accepted: the record's trail says so
     assert record["currentState"] == "accepted"
     assert [(entry["seq"], entry["road"]) for entry in record["appliedBy"]] == [(1, "catch-up"), (2, "reply")]
     system.assert_converged(journey)
 
 
-def test_a_repeated_accept_on_a_stale_accepted_record_does_not_answer_a_dead_acceptance(system):
+def test_a_repeated_accept_on_a_stale_accepted_record_is_refused_with_the_new_quote_not_applied_to_it(system):
     # Given an accepted journey whose re-simulate committed with every reply lost
     journey = system.new_journey()
     simulate(system, journey)
-    system.service.accept(journey)
+    first = accept(system, journey)
+    old_quote = json.loads(first.body)["simulation"]["simulationId"]
     every_reply_lost(system, lambda: simulate(system, journey, 9000))
     assert system.record(journey).currentState == "accepted"  # stale
-    # When the agent repeats accept
-    record = json.loads(system.service.accept(journey).body)
-    # Then it accepts the current quote: one ACTIVE acceptance, on the new simulation
-    assert record["acceptance"]["simulationId"] == record["simulation"]["simulationId"]
-    assert record["simulation"]["amount"] == "9000.00"
-    assert sorted(system.loans_store.statuses(journey, "ACCEPTANCE#")) == ["ACTIVE", "CANCELLED"]
+    # When the agent repeats its accept of the quote it saw
+    with pytest.raises(StaleSimulation) as stale:
+        accept(system, journey, old_quote)
+    # Then nothing is accepted in its name: the 9000 quote is shown to it, and its acceptance stays cancelled
+    assert stale.value.context["simulation"]["amount"] == "9000.00"
+    assert [a["name"] for a in stale.value.available_actions] == ["simulate", "accept", "cancel"]
+    assert system.loans_store.statuses(journey, "ACCEPTANCE#") == ["CANCELLED"]
+    # And accepting the new quote by name works
+    new_quote = stale.value.context["simulation"]["simulationId"]
+    assert json.loads(accept(system, journey, new_quote).body)["acceptance"]["simulationId"] == new_quote
     system.assert_converged(journey)
 
 
@@ -167,10 +173,10 @@ def test_one_key_two_bodies_at_once_one_succeeds_the_other_is_422_without_intern
 def test_cancel_after_disbursed_is_refused_with_no_actions(system):
     journey = system.new_journey()
     simulate(system, journey)
-    system.service.accept(journey)
-    system.service.disburse(journey)
+    accept(system, journey)
+    disburse(system, journey)
     with pytest.raises(IllegalTransition) as refused:
-        system.service.cancel(journey)
+        cancel(system, journey)
     assert refused.value.available_actions == []
     assert system.loans_store.statuses(journey, "DISBURSEMENT") == ["DISBURSED"]
 
@@ -180,30 +186,30 @@ def test_an_accept_answered_from_a_receipt_whose_acceptance_was_undone_is_not_a_
     # loans-api while the orchestrator's own writes failed), and road 2 not there yet
     journey = system.new_journey()
     simulate(system, journey)
-    every_reply_lost(system, lambda: system.service.accept(journey))
+    every_reply_lost(system, lambda: accept(system, journey))
     behind_the_records_back = ApiClient(system.wire.handler)
     body = {"journeyId": journey, "amount": 20000, "termMonths": 36}
     assert behind_the_records_back.post("/simulations", body, key="elsewhere").status == 201
     # When the agent repeats accept: loans-api answers it from the receipt of the first accept
     with pytest.raises(IllegalTransition) as refused:
-        system.service.accept(journey)
+        accept(system, journey)
     # Then the agent is told it was undone, with what is legal now, and the record shows the truth
     assert "undone" in refused.value.detail
     assert "accept" in [action["name"] for action in refused.value.available_actions]
     record = system.record(journey)
     assert (record.currentState, record.simulation.amount) == ("simulated", Decimal(20000))
     # And accepting again accepts the current quote
-    assert state_of(system.service.accept(journey)) == "accepted"
+    assert state_of(accept(system, journey)) == "accepted"
     system.assert_converged(journey)
 
 
 def test_concurrent_disburses_one_is_the_effect_the_other_a_replay(system):
     journey = system.new_journey()
     simulate(system, journey)
-    system.service.accept(journey)
+    accept(system, journey)
     inner = []
-    system.wire.faults = [lambda: inner.append(system.service.disburse(journey))]
-    outer = system.service.disburse(journey)
+    system.wire.faults = [lambda: inner.append(disburse(system, journey))]
+    outer = disburse(system, journey)
     assert [state_of(r) for r in (*inner, outer)] == ["disbursed", "disbursed"]
     assert (inner[0].replayed, outer.replayed) == (False, True)
     assert system.loans_store.statuses(journey, "DISBURSEMENT") == ["DISBURSED"]

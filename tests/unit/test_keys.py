@@ -4,7 +4,7 @@ from decimal import Decimal
 from typing import Any
 
 from functions.orchestrator import keys
-from tests.fakes import FakeSystem
+from tests.fakes import FakeSystem, accept
 
 
 def test_no_two_commands_share_a_key():
@@ -14,8 +14,9 @@ def test_no_two_commands_share_a_key():
         keys.acceptance("j1", "s1"),
         keys.acceptance("j1", "s2"),
         keys.acceptance("j2", "s1"),
-        keys.disbursement("j1"),
-        keys.disbursement("j2"),
+        keys.disbursement("j1", "a1"),
+        keys.disbursement("j1", "a2"),
+        keys.disbursement("j2", "a1"),
         keys.cancellation("j1"),
         keys.cancellation("j2"),
     ]
@@ -48,11 +49,11 @@ def test_every_retry_of_a_command_carries_its_key_and_the_next_command_another()
     for command in (
         lambda: system.service.simulate(journey, Decimal(10000), 36, None),
         lambda: system.service.simulate(journey, Decimal(12000), 36, None),
-        lambda: system.service.accept(journey),
+        lambda: accept(system, journey),
     ):
         system.wire.faults = ["lose"]
         command()
     # Then each command's retry carried the key of its first attempt, and no two commands shared one
-    simulate_1, retry_1, simulate_2, retry_2, accept, retry_3 = sent
-    assert (retry_1, retry_2, retry_3) == (simulate_1, simulate_2, accept)
-    assert len({simulate_1, simulate_2, accept}) == 3
+    simulate_1, retry_1, simulate_2, retry_2, accepted, retry_3 = sent
+    assert (retry_1, retry_2, retry_3) == (simulate_1, simulate_2, accepted)
+    assert len({simulate_1, simulate_2, accepted}) == 3

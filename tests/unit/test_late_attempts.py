@@ -13,7 +13,7 @@ import pytest
 
 from functions.orchestrator.deadline import DeadlineReached
 from shared.errors import IllegalTransition
-from tests.fakes import FakeSystem, abandon_a_simulate, every_reply_lost, simulate, state_of
+from tests.fakes import FakeSystem, abandon_a_simulate, accept, cancel, every_reply_lost, simulate, state_of
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def test_a_cancel_between_two_attempts_of_a_simulate_wins_and_the_late_attempt_i
     # Given a new journey; the simulate's first attempt is abandoned (held back), and before its
     # second attempt the agent's cancel lands
     journey = system.new_journey()
-    system.wire.faults = ["hold", lambda: system.service.cancel(journey)]
+    system.wire.faults = ["hold", lambda: cancel(system, journey)]
     # When the simulate goes on
     with pytest.raises(IllegalTransition) as refused:
         simulate(system, journey)
@@ -47,7 +47,7 @@ def test_a_simulate_that_commits_after_the_agent_cancelled_is_refused(system):
     journey = system.new_journey()
     abandon_a_simulate(system, journey)
     # When the agent cancels, and then all five attempts reach loans-api late
-    assert state_of(system.service.cancel(journey)) == "cancelled"
+    assert state_of(cancel(system, journey)) == "cancelled"
     late = system.wire.deliver_held()
     # Then every late attempt is refused (decided on a ledger that has moved) and nothing is ACTIVE
     assert [reply.status for reply in late] == [412] * 5
@@ -62,7 +62,7 @@ def test_a_late_simulate_that_commits_before_the_cancel_is_cancelled_by_it(syste
     abandon_a_simulate(system, journey)
     assert [reply.status for reply in system.wire.deliver_held()] == [201, 201, 201, 201, 201]
     # When the agent cancels (its record never heard of the simulation)
-    record = json.loads(system.service.cancel(journey).body)
+    record = json.loads(cancel(system, journey).body)
     # Then the one simulation that committed (the other four replayed) is cancelled with the journey
     assert record["currentState"] == "cancelled"
     assert system.loans_store.statuses(journey, "SIMULATION#") == ["CANCELLED"]
@@ -90,7 +90,7 @@ def test_a_simulate_abandoned_with_503_cannot_commit_after_the_agents_next_comma
     abandon_a_simulate(system, journey, 11111)
     # And the agent re-simulates another amount and accepts it
     simulate(system, journey, 22222)
-    accepted = json.loads(system.service.accept(journey).body)
+    accepted = json.loads(accept(system, journey).body)
     # When the abandoned attempts finally reach loans-api
     late = system.wire.deliver_held()
     # Then each is refused (decided on a ledger that has moved): the acceptance of 22222 stands

@@ -51,15 +51,15 @@ def test_a_body_is_flattened_next_to_the_path_parameter_with_its_ref_resolved(do
 
 def test_a_renamed_path_parameter_is_what_the_tool_takes(document):
     # Given the document with the journey parameter renamed
-    (old,) = by_id(document)["acceptSimulation"].path_parameters
-    accept = by_id(renamed(document, old, "journeyRef"))["acceptSimulation"]
+    (old,) = by_id(document)["cancelJourney"].path_parameters
+    cancel = by_id(renamed(document, old, "journeyRef"))["cancelJourney"]
     # When the tool is called with the new name
-    call = accept.request({"journeyRef": "j-9"})
+    call = cancel.request({"journeyRef": "j-9"})
     # Then the path is filled in, and the old name is refused
-    assert accept.input_schema["required"] == ["journeyRef"]
-    assert (call.method, call.path, call.body) == ("POST", "/journeys/j-9/accept", None)
+    assert cancel.input_schema["required"] == ["journeyRef"]
+    assert (call.method, call.path, call.body) == ("POST", "/journeys/j-9/cancel", {})
     with pytest.raises(InvalidArguments):
-        accept.request({old: "j-9"})
+        cancel.request({old: "j-9"})
 
 
 def test_a_link_becomes_a_tool_call_by_its_operation_id_or_its_path_and_an_unknown_one_stays_a_link(document):
