@@ -120,18 +120,18 @@ def _invoked(api: str, handler: Handler) -> Callable[[dict[str, Any]], dict[str,
     return lambda request: handler(request, LambdaContextStub(api))
 
 
-def input_guard(runs: int) -> list[dict[str, Any]]:
-    """Per worst body: its size, what each API answered, and the median ms of `runs` through the guard
-    alone and through each API's handler. A body answered otherwise than expected is an error: the
-    figure would time something else."""
+def input_guard(runs: int) -> dict[str, Any]:
+    """The figure: `runs`, and per worst body its size, what both APIs answered, and the median ms of
+    `runs` through the guard alone and through each API's handler. A body answered otherwise than
+    expected is an error: the figure would time something else."""
     apis = handlers()
-    figures = []
+    bodies = []
     for body in WORST:
         answers = {api: _invoked(api, handler) for api, handler in apis.items()}
         statuses = {api: http_response(answer(event(api, body))).status for api, answer in answers.items()}
         if set(statuses.values()) != {body.status}:
             raise RuntimeError(f"{body.name}: answered {statuses}, expected {body.status} from both APIs")
-        figures.append(
+        bodies.append(
             {
                 "name": body.name,
                 "what": body.what,
@@ -141,7 +141,7 @@ def input_guard(runs: int) -> list[dict[str, Any]]:
                 "answerMs": {api: _median_ms(answer, event(api, body), runs) for api, answer in answers.items()},
             }
         )
-    return figures
+    return {"runs": runs, "bodies": bodies}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,14 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--into", help="a measured file (bench/measured.json) to write the figure into")
     args = parser.parse_args(argv)
-    figures = input_guard(args.runs)
-    for row in figures:
+    figure = input_guard(args.runs)
+    for row in figure["bodies"]:
         answers = ", ".join(f"{api} {ms:.1f}" for api, ms in row["answerMs"].items())
         print(f"{row['name']:22} {row['bytes']} B, {row['status']}: guard {row['guardMs']:.1f} ms, answer {answers} ms")
     if args.into:
         path = Path(args.into)
         measured: Mapping[str, Any] = json.loads(path.read_text())
-        path.write_text(json.dumps({**measured, "inputGuard": figures}, indent=2) + "\n")
+        path.write_text(json.dumps({**measured, "inputGuard": figure}, indent=2) + "\n")
         print(f"wrote inputGuard into {path}")
     return 0
 
