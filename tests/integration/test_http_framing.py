@@ -16,6 +16,7 @@ import pytest
 from saga.faultproxy.server import FaultProxyServer
 from saga.local.http_server import ApiServer
 from saga.threaded_http import ThreadedHttpServer
+from shared.idempotency import read_key
 
 
 def echo(event: dict[str, Any], _context: Any) -> dict[str, Any]:
@@ -162,3 +163,22 @@ def test_a_request_the_server_cannot_read_is_refused_with_a_problem_and_the_conn
     assert problem["status"] == status
     assert problem["retryable"] is False
     assert problem["detail"]
+
+
+def test_the_local_server_passes_a_keys_trailing_whitespace_on_and_the_key_rule_drops_it():
+    # Given the local API server in front of a function that answers the Idempotency-Key it received
+    def key_echo(event: dict[str, Any], _context: Any) -> dict[str, Any]:
+        return {"statusCode": 200, "headers": {}, "body": json.dumps(event["headers"]["Idempotency-Key"])}
+
+    server = ApiServer("keys", key_echo, "127.0.0.1", 0).start()
+    try:
+        # When a key is sent between spaces and tabs (optional whitespace, RFC 9110 section 5.5)
+        raw = b"POST /x HTTP/1.1\r\nHost: t\r\nIdempotency-Key: \t k-1 \t\r\nConnection: close\r\n\r\n"
+        [(_, _, body)] = responses(exchange(server, raw))
+    finally:
+        server.stop()
+    # Then http.server dropped the leading whitespace but passed the trailing on (a compliant server drops
+    # both), and the APIs' one key rule reads the key without it
+    received = json.loads(body)
+    assert received == "k-1 \t"
+    assert read_key(received) == "k-1"
