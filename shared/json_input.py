@@ -1,6 +1,6 @@
 """How both APIs read a JSON body: exactly, within limits an adversary cannot push into a 500, and in
-time proportional to the body's size, whatever it holds (tests/unit/test_json_input.py has the worst
-inputs found; bench/input_guard.py times them).
+time proportional to the body's size, whatever it holds (bench/input_guard.py holds the worst bodies
+found and times them; tests/unit/test_json_input.py asserts how each is answered).
 
 - Numbers are never floats: a fraction or exponent becomes a `Decimal` as written, so
   `499.99999999999999999` stays below the 500 minimum instead of rounding to it, and a fraction with
