@@ -187,7 +187,15 @@ def test_money_and_terms_are_validated_exactly_never_rounded(api, unchanged, amo
 
 
 @pytest.mark.parametrize(
-    ("amount", "priced_as"), [("500", "500.00"), ("1000.10", "1000.10"), ("1e4", "10000.00"), ("100000", "100000.00")]
+    ("amount", "priced_as"),
+    [
+        ("500", "500.00"),
+        ("1000.10", "1000.10"),
+        ("1e4", "10000.00"),
+        ("100000", "100000.00"),
+        ("5" + "0" * 60000 + "e-59998", "500.00"),  # 500 in 60 KB: no arithmetic on 60,001 digits blows up
+    ],
+    ids=["500", "1000.10", "1e4", "100000", "500-in-60-kb"],
 )
 def test_every_valid_amount_is_priced_exactly_as_sent(api, amount, priced_as):
     response = api.simulate_raw(amount)
