@@ -28,6 +28,8 @@ SCHEDULED_DRAINER_EVENTS_PER_SECOND = 10.0  # a drainer that takes one tick per 
 DRAIN_GOAL_MULTIPLE = 20
 COLD_START_RATIO_GOAL = 1.5
 READ_TIMEOUT_GOAL_MULTIPLE = 1.5  # the orchestrator's per-attempt read timeout over a cold loans-api's answer
+INPUT_GUARD_GOAL_MS = 50.0  # issue 23: the guard's time for the worst body of up to 64 KiB
+INPUT_GUARD_ALONE = "`python -m bench.input_guard --into bench/measured.json`"
 
 WCU_WHY_MISSED = (
     "Why it is missed, from the rows above: each loans-api transaction holds at least four items (receipt, "
@@ -120,6 +122,7 @@ def render(measured: Mapping[str, Any], prices: Prices = US_EAST_1) -> str:
         **_load(measured),
         **_drain(measured),
         **_cold_start(measured),
+        **_input_guard(measured),
     )
 
 
@@ -307,3 +310,32 @@ def _cold_start(measured: Mapping[str, Any]) -> dict[str, str]:
         ),
         "cold_missed": _paragraph(missed_paragraph if missed else None),
     }
+
+
+def _input_guard(measured: Mapping[str, Any]) -> dict[str, str]:
+    figure = measured.get("inputGuard")
+    if figure is None:  # measured before the figure existed
+        return {"input_guard": f"Not measured in this run ({INPUT_GUARD_ALONE} measures it alone)."}
+    bodies = figure["bodies"]
+    apis = list(bodies[0]["answerMs"])
+    rows = [
+        f"| {body['name']} | {body['what']} | {body['bytes']} | {body['status']} | {body['guardMs']:.1f} | "
+        + " | ".join(f"{body['answerMs'][api]:.1f}" for api in apis)
+        + " |"
+        for body in bodies
+    ]
+    guard = max(bodies, key=lambda body: body["guardMs"])
+    slowest, api = max(((body, api) for body in bodies for api in apis), key=lambda pair: pair[0]["answerMs"][pair[1]])
+    met = verdict(guard["guardMs"] < INPUT_GUARD_GOAL_MS)
+    table = [
+        f"Median ms of {figure['runs']} runs each.",
+        "",
+        "| body | what | bytes | answer | guard ms | " + " | ".join(f"{api} ms" for api in apis) + " |",
+        "|---|---|---|---|---|" + "---|" * len(apis),
+        *rows,
+        "",
+        f"**Goal (issue 23)**: the guard's time for the worst body under {INPUT_GUARD_GOAL_MS:.0f} ms: "
+        f"{guard['guardMs']:.1f} ms ({guard['name']}): {met}. The slowest whole answer: "
+        f"{slowest['answerMs'][api]:.1f} ms ({slowest['name']}, {api}).",
+    ]
+    return {"input_guard": _lines(table)}

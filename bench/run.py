@@ -1,7 +1,8 @@
-"""`make bench`: cost, critical path, load, drain rate and cold start, ours and the peer's side by side.
-Measures (bench/cost.py, load.py, drain.py, cold_start.py), keeps every figure in bench/measured.json,
-and renders BENCHMARKS.md from it (bench/report.py). `--smoke` runs every part at a tiny size (part of
-`make test`); `--render-only` renders the report again from a measured file, measuring nothing."""
+"""`make bench`: cost, critical path, load, drain rate, cold start and the input guard, ours and the peer's
+side by side. Measures (bench/cost.py, load.py, drain.py, cold_start.py, input_guard.py), keeps every
+figure in bench/measured.json, and renders BENCHMARKS.md from it (bench/report.py). `--smoke` runs every
+part at a tiny size (part of `make test`); `--render-only` renders the report again from a measured file,
+measuring nothing."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from bench import report
 from bench.cold_start import cold_start_ms
 from bench.cost import JOURNEY, JourneyCost, journey_cost
 from bench.drain import drain_rate
+from bench.input_guard import input_guard
 from bench.load import backstop_lag, lag_figures, load
 from bench.meter import Meter
 from functions.orchestrator.settings import OrchestratorSettings
@@ -80,6 +82,7 @@ def measure(smoke: bool) -> dict[str, Any]:
     finally:
         moto.stop()
     cold = cold_start_ms(2 if smoke else 20)
+    guard = input_guard(1 if smoke else 15)
     config = RuntimeConfig(port=_free(), loans_port=_free(), aws_port=_free())
     runtime = LocalRuntime(config).start()
     try:
@@ -103,6 +106,7 @@ def measure(smoke: bool) -> dict[str, Any]:
         "backstopLag": lag_figures(lags),
         "drain": {"eventsPerSecond": drain, "events": drained},
         "coldStart": cold.figures(),
+        "inputGuard": guard,
         "loansReadTimeoutSeconds": float(OrchestratorSettings.model_fields["loans_read_timeout"].default),
         "codeAssetBytes": asset_bytes(),
     }

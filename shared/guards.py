@@ -113,12 +113,16 @@ def with_canonical_media_type(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The first guard's answer that refuses `event` (body size, media type, encoding, JSON that cannot
+    be read exactly), else None. Each takes time linear in the body's size (bench/input_guard.py)."""
+    return too_large(event) or not_json(event) or not_utf8(event) or unreadable(event)
+
+
 def guarded(app: APIGatewayRestResolver) -> Handler:
-    """The app's resolve, behind the guards that answer before any parsing: body size, media type,
-    encoding, JSON that cannot be read exactly."""
+    """The app's resolve, behind the guards that answer before any parsing (`refusal`)."""
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        refused = too_large(event) or not_json(event) or not_utf8(event) or unreadable(event)
-        return refused or app.resolve(with_canonical_media_type(event), context)
+        return refusal(event) or app.resolve(with_canonical_media_type(event), context)
 
     return handle

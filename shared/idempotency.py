@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import zlib
 from dataclasses import dataclass
 from decimal import Decimal
@@ -36,14 +37,43 @@ def receipt_key(key: str) -> dict[str, str]:
     return {"pk": f"RECEIPT#{key}", "sk": RECEIPT_SK}
 
 
-def require_key(key: str | None) -> str:
-    """The header's value; MissingIdempotencyKey when it is absent (or blank), InvalidIdempotencyKey
-    when it is longer than 255 characters."""
-    if key is None or not key.strip():
-        raise MissingIdempotencyKey(f"every write needs an {HEADER} header (1..{MAX_KEY_LENGTH} characters)")
-    if len(key) > MAX_KEY_LENGTH:
+# Spaces and tabs around a header's value are not part of it (RFC 9110 section 5.5).
+_OPTIONAL_WHITESPACE = " \t"
+# Anything but printable ASCII and the space: the characters of an RFC 8941 String, which the IETF
+# Idempotency-Key draft makes the header's value.
+_NOT_KEY = re.compile(r"[^\x20-\x7e]")
+_KEY_RULE = f"a key is 1..{MAX_KEY_LENGTH} printable ASCII characters (spaces and tabs around it are ignored)"
+
+
+def read_key(key: str | None) -> str | None:
+    """The Idempotency-Key header's value as HTTP defines it, or None when the header is absent: the
+    one rule both APIs read keys by. The spaces and tabs around it are not part of it (RFC 9110 section
+    5.5: a field value excludes them, and a compliant server strips them; http.server keeps trailing
+    ones), so `k`, ` k` and `k<TAB>` are one key on every runtime. InvalidIdempotencyKey when what is
+    left is empty, longer than 255 characters, or holds anything but printable ASCII and inner spaces:
+    control characters and other whitespace are no part of a key, and characters beyond ASCII have no
+    one reading across HTTP stacks (http.server decodes them as Latin-1), so one key could be two."""
+    if key is None:
+        return None
+    value = key.strip(_OPTIONAL_WHITESPACE)
+    if not value:
+        raise InvalidIdempotencyKey(f"the {HEADER} header is empty; {_KEY_RULE}")
+    if len(value) > MAX_KEY_LENGTH:
         raise InvalidIdempotencyKey(f"the {HEADER} header is longer than {MAX_KEY_LENGTH} characters")
-    return key
+    if unreadable := _NOT_KEY.search(value):
+        character = f"U+{ord(unreadable.group()):04X}"
+        raise InvalidIdempotencyKey(
+            f"the {HEADER} header holds {character} at character {unreadable.start() + 1}; {_KEY_RULE}"
+        )
+    return value
+
+
+def require_key(key: str | None) -> str:
+    """The header's value (`read_key`); MissingIdempotencyKey when it is absent or blank."""
+    found = None if key is None or not key.strip(_OPTIONAL_WHITESPACE) else read_key(key)
+    if found is None:
+        raise MissingIdempotencyKey(f"every write needs an {HEADER} header ({_KEY_RULE})")
+    return found
 
 
 def fingerprint(method: str, path: str, body: Any) -> str:

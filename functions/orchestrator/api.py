@@ -24,7 +24,7 @@ from functions.orchestrator.service import AgentKey, JourneyService
 from functions.orchestrator.views import render_json
 from shared import openapi
 from shared.errors import InvalidRequest
-from shared.idempotency import HEADER, MAX_KEY_LENGTH, fingerprint, require_key
+from shared.idempotency import HEADER, MAX_KEY_LENGTH, fingerprint, read_key, require_key
 from shared.loan_terms import ID_PATTERN
 from shared.resolver import new_resolver, respond
 
@@ -83,6 +83,7 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         """The agent's key, scoped by its caller, the operation and the journey (never by the raw path:
         `/x` and `/x/` are one route), fingerprinted over the VALIDATED request: `10000`, `10000.0` and
         `1e4` are one amount, so a repeat spelled differently is still the same request."""
+        key = read_key(key)
         if key is None:
             return None
         identity = app.current_event.request_context.identity

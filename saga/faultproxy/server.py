@@ -7,11 +7,11 @@ import asyncio
 import json
 import threading
 from dataclasses import asdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Self
 
 from saga.faultproxy.proxy import STREAMS, TOXIC_TYPES, Proxy, ProxyError, Toxic
-from saga.threaded_http import ThreadedHttpServer
+from saga.threaded_http import ProblemRequestHandler, ThreadedHttpServer
 
 
 class FaultProxyServer(ThreadedHttpServer):
@@ -24,7 +24,7 @@ class FaultProxyServer(ThreadedHttpServer):
         self._lock = threading.Lock()
         outer = self
 
-        class _Control(BaseHTTPRequestHandler):
+        class _Control(ProblemRequestHandler):
             def _dispatch(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""

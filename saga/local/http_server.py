@@ -12,7 +12,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
-from saga.threaded_http import ThreadedHttpServer
+from saga.threaded_http import ProblemRequestHandler, ThreadedHttpServer
 from shared.entry_points import Handler
 from shared.problems import PROBLEM_CONTENT_TYPE, problem_body
 
@@ -100,7 +100,7 @@ class ApiServer(ThreadedHttpServer):
         self.name = name
         outer = self
 
-        class _Request(BaseHTTPRequestHandler):
+        class _Request(ProblemRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def __getattr__(self, name: str) -> Any:

@@ -1,6 +1,7 @@
 """The local HTTP server's framing (issue 12): a request whose body cannot be delimited is answered
 with a problem and the connection closed, never a hang or a silent drop; a chunked body reaches the
-function whole, and the connection stays usable."""
+function whole, and the connection stays usable. The local servers' own refusals of a request line or
+headers too large to read (issue 23) are problem+json too, not http.server's HTML page."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from typing import Any
 
 import pytest
 
+from saga.faultproxy.server import FaultProxyServer
 from saga.local.http_server import ApiServer
+from saga.threaded_http import ThreadedHttpServer
+from shared.idempotency import read_key
 
 
 def echo(event: dict[str, Any], _context: Any) -> dict[str, Any]:
@@ -27,7 +31,17 @@ def server() -> Iterator[ApiServer]:
     api.stop()
 
 
-def exchange(server: ApiServer, raw: bytes) -> bytes:
+@pytest.fixture(params=["api", "faultproxy-control"])
+def any_server(request) -> Iterator[ThreadedHttpServer]:
+    """Each local server that speaks HTTP to a client: an API, and the fault proxy's control API."""
+    started: ThreadedHttpServer
+    started = ApiServer("echo", echo, "127.0.0.1", 0) if request.param == "api" else FaultProxyServer("127.0.0.1", 0)
+    started.start()
+    yield started
+    started.stop()
+
+
+def exchange(server: ThreadedHttpServer, raw: bytes) -> bytes:
     """Send raw bytes, read until the server closes the connection or goes quiet for 3 s."""
     host, port = server.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=3) as sock:
@@ -112,3 +126,59 @@ def test_a_caller_that_resets_mid_request_leaves_one_log_line_not_a_traceback(se
     # Then it is served, and the reset left no traceback behind
     assert [status for status, _, _ in answered] == [200]
     assert "Traceback" not in capfd.readouterr().err
+
+
+# http.server reads a request line and each header line up to 65,536 bytes, and at most 100 header lines.
+LINE_LIMIT = 65536
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "slug"),
+    [
+        # Exactly one byte over, and nothing after it: the server reads all that was sent before it answers.
+        (b"GET /" + b"a" * (LINE_LIMIT - 4), 414, "request-uri-too-long"),
+        (b"GET / HTTP/1.1\r\nX-Big: " + b"a" * (LINE_LIMIT - 6), 431, "request-header-fields-too-large"),
+        (
+            b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(101)),
+            431,
+            "request-header-fields-too-large",
+        ),
+        (b"GET / HTTP/1.1 extra\r\n\r\n", 400, "bad-request"),
+        (b"GET / HTTP/2.0\r\n\r\n", 505, "http-version-not-supported"),
+    ],
+    ids=["request-line-over-64-kib", "header-line-over-64-kib", "101-header-lines", "malformed-request-line", "http-2"],
+)
+def test_a_request_the_server_cannot_read_is_refused_with_a_problem_and_the_connection_closes(
+    any_server, raw, status, slug
+):
+    # Given a request line or headers http.server refuses before any handler sees them
+    # When it is sent over a real socket
+    [(answered, headers, body)] = responses(exchange(any_server, raw))
+    # Then the status is RFC 9457 problem+json, and the server closed the connection (the exchange ended)
+    assert answered == status
+    assert headers["content-type"] == "application/problem+json"
+    assert headers["connection"] == "close"
+    problem = json.loads(body)
+    assert problem["type"] == f"urn:loan-saga:problem:{slug}"
+    assert problem["status"] == status
+    assert problem["retryable"] is False
+    assert problem["detail"]
+
+
+def test_the_local_server_passes_a_keys_trailing_whitespace_on_and_the_key_rule_drops_it():
+    # Given the local API server in front of a function that answers the Idempotency-Key it received
+    def key_echo(event: dict[str, Any], _context: Any) -> dict[str, Any]:
+        return {"statusCode": 200, "headers": {}, "body": json.dumps(event["headers"]["Idempotency-Key"])}
+
+    server = ApiServer("keys", key_echo, "127.0.0.1", 0).start()
+    try:
+        # When a key is sent between spaces and tabs (optional whitespace, RFC 9110 section 5.5)
+        raw = b"POST /x HTTP/1.1\r\nHost: t\r\nIdempotency-Key: \t k-1 \t\r\nConnection: close\r\n\r\n"
+        [(_, _, body)] = responses(exchange(server, raw))
+    finally:
+        server.stop()
+    # Then http.server dropped the leading whitespace but passed the trailing on (a compliant server drops
+    # both), and the APIs' one key rule reads the key without it
+    received = json.loads(body)
+    assert received == "k-1 \t"
+    assert read_key(received) == "k-1"

@@ -1,6 +1,7 @@
-"""The input edges of both APIs (issue 12): every input below once answered 500 `retryable: true`, was
-priced wrong, or answered a body hundreds of times its own size. Each must be a small problem+json 4xx
-that changes nothing, on both APIs, through the same guard."""
+"""The input edges of both APIs (issues 12 and 23): every input below once answered 500 `retryable: true`,
+was priced wrong, answered a body hundreds of times its own size, or took up to 51 s to be refused. Each
+must be a small problem+json 4xx that changes nothing, on both APIs, through the same guard (how long
+each takes is bench/input_guard.py's to measure, not a test's)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bench.input_guard import WORST, Body
 from saga.local.inprocess import InProcessHttp
 from shared.json_input import MAX_DEPTH
 from shared.problems import MAX_LISTED_ERRORS, PROBLEM_CONTENT_TYPE
@@ -185,7 +187,15 @@ def test_money_and_terms_are_validated_exactly_never_rounded(api, unchanged, amo
 
 
 @pytest.mark.parametrize(
-    ("amount", "priced_as"), [("500", "500.00"), ("1000.10", "1000.10"), ("1e4", "10000.00"), ("100000", "100000.00")]
+    ("amount", "priced_as"),
+    [
+        ("500", "500.00"),
+        ("1000.10", "1000.10"),
+        ("1e4", "10000.00"),
+        ("100000", "100000.00"),
+        ("5" + "0" * 60000 + "e-59998", "500.00"),  # 500 in 60 KB: no arithmetic on 60,001 digits blows up
+    ],
+    ids=["500", "1000.10", "1e4", "100000", "500-in-60-kb"],
 )
 def test_every_valid_amount_is_priced_exactly_as_sent(api, amount, priced_as):
     response = api.simulate_raw(amount)
@@ -208,4 +218,31 @@ def test_thousands_of_unknown_keys_answer_a_small_422(api, unchanged):
     assert len(body["errors"]) == MAX_LISTED_ERRORS
     assert body["errorsOmitted"] == 6001 - MAX_LISTED_ERRORS
     assert "(and 5998 more)" in body["detail"]
+    unchanged()
+
+
+@pytest.mark.parametrize("body", WORST, ids=lambda body: body.name)
+def test_the_worst_bodies_found_are_each_a_small_problem_and_change_nothing(api, unchanged, body: Body):
+    # Given one of the worst bodies of up to 64 KiB (bench/input_guard.py: unterminated strings, runs of
+    # escapes, nesting at and past the limit, thousands of names, items, digits, exponents, surrogates)
+    # When it is posted to the API's simulation route
+    response = api.post_raw(body.text.encode())
+    # Then the status the body calls for, as problem+json, and nothing is written
+    assert_problem(response, body.status, "malformed-json" if body.status == 400 else "validation")
+    unchanged()
+
+
+@pytest.mark.parametrize(
+    ("raw", "detail"),
+    [
+        ('{"amount": 500, "termMonths": 36, "amount": 100000}', '"amount" twice'),
+        ('{"amount": 10000, "termMonths": 1e9999999999999999999}', "beyond the range"),
+    ],
+    ids=["a-name-twice", "an-exponent-beyond-decimal"],
+)
+def test_a_body_two_readers_could_read_apart_or_no_decimal_holds_is_400(api, unchanged, raw, detail):
+    # Given an amount named twice (which one counts is each reader's choice), or a number no Decimal holds
+    body = assert_problem(api.post_raw(raw.encode()), 400, "malformed-json")
+    # Then 400 says which, and nothing is written
+    assert detail in body["detail"]
     unchanged()

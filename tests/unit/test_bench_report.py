@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench.report import WCU_WHY_MISSED, WHY_ABOVE_FLOOR, render
+from bench.report import INPUT_GUARD_ALONE, WCU_WHY_MISSED, WHY_ABOVE_FLOOR, render
 
 MEASURED = Path(__file__).parent / "data" / "measured-2026-11-30.json"
 
@@ -150,3 +150,36 @@ def test_a_smoke_run_says_its_figures_are_not_meaningful(measured):
 def test_load_errors_are_listed_by_status_in_the_load_table(measured):
     measured["load"][2]["errors"] = [[503, 4], [500, 1]]
     assert "| 16 | 6.66 | 538 | 1278 | 1690 | {503: 4, 500: 1} |" in render(measured).splitlines()
+
+
+def guard_figure(guard_ms: float) -> dict[str, Any]:
+    """An input-guard figure (bench/input_guard.py) of two bodies, the slower guard taking `guard_ms`."""
+    return {
+        "runs": 15,
+        "bodies": [
+            {"name": "issue-23", "what": "escaped quotes", "bytes": 64001, "status": 400, "guardMs": 1.84,
+             "answerMs": {"orchestrator": 1.9, "loans-api": 2.0}},
+            {"name": "unknown-names", "what": "names", "bytes": 65534, "status": 422, "guardMs": guard_ms,
+             "answerMs": {"orchestrator": 31.0, "loans-api": 36.44}},
+        ],
+    }  # fmt: skip
+
+
+def test_a_run_measured_before_the_input_guard_figure_says_it_was_not_measured(measured):
+    assert "inputGuard" not in measured
+    assert f"Not measured in this run ({INPUT_GUARD_ALONE} measures it alone)." in render(measured)
+
+
+def test_the_input_guard_figure_renders_a_row_per_body_and_the_goal_follows_the_slowest_guard(measured):
+    # Given the run's figures with an input-guard figure whose slowest guard is 7.2 ms, and one where it is 51 ms
+    met, missed = copy.deepcopy(measured), copy.deepcopy(measured)
+    met["inputGuard"], missed["inputGuard"] = guard_figure(7.2), guard_figure(51.0)
+    report = render(met)
+    # Then each body is a row, and the goal's verdict and the slowest whole answer follow the figures
+    assert "| issue-23 | escaped quotes | 64001 | 400 | 1.8 | 1.9 | 2.0 |" in report
+    assert "| body | what | bytes | answer | guard ms | orchestrator ms | loans-api ms |" in report
+    assert (
+        "under 50 ms: 7.2 ms (unknown-names): met. The slowest whole answer: 36.4 ms (unknown-names, loans-api)."
+        in (report)
+    )
+    assert "under 50 ms: 51.0 ms (unknown-names): MISSED." in render(missed)

@@ -1,9 +1,11 @@
 """Key and receipt logic, without AWS."""
 
+import re
+
 import pytest
 
 from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, MissingIdempotencyKey
-from shared.idempotency import Receipt, fingerprint, require_key
+from shared.idempotency import Receipt, fingerprint, read_key, require_key
 
 
 @pytest.mark.parametrize("key", [None, "", "   "], ids=["none", "empty", "blank"])
@@ -20,6 +22,50 @@ def test_a_key_over_255_characters_is_invalid_not_missing():
 @pytest.mark.parametrize("key", ["k", "x" * 255, "j-1:simulation:01H"], ids=["1-char", "255-chars", "a-derived-key"])
 def test_keys_of_1_to_255_characters_pass(key):
     assert require_key(key) == key
+
+
+@pytest.mark.parametrize("sent", [" k-1", "k-1 ", "\tk-1", "k-1\t", " \t k-1 \t "], ids=repr)
+def test_spaces_and_tabs_around_a_key_are_not_part_of_it(sent):
+    # Given a key sent with the optional whitespace HTTP puts around any field value (RFC 9110 section 5.5),
+    # which a compliant server strips and http.server keeps when it trails
+    # Then it is the key without it, required or not
+    assert read_key(sent) == "k-1"
+    assert require_key(sent) == "k-1"
+
+
+def test_a_space_inside_a_key_is_part_of_it():
+    assert read_key(" a b ") == "a b"
+
+
+def test_a_key_of_255_characters_between_spaces_is_255_characters():
+    assert read_key(" " + "x" * 255 + "\t") == "x" * 255
+
+
+@pytest.mark.parametrize(
+    ("sent", "named"),
+    [
+        ("k\x0b", "U+000B at character 2"),  # vertical tab: whitespace, but not HTTP's
+        ("\x0ck", "U+000C at character 1"),  # form feed
+        ("k\u00a0", "U+00A0 at character 2"),  # no-break space
+        ("a\tb", "U+0009 at character 2"),  # a tab is only ignored around the key
+        ("k\x00", "U+0000 at character 2"),
+        ("ключ", "U+043A at character 1"),  # beyond ASCII: http.server reads these bytes as Latin-1
+    ],
+    ids=["vertical-tab", "form-feed", "no-break-space", "inner-tab", "nul", "cyrillic"],
+)
+def test_a_key_with_anything_but_printable_ascii_is_invalid_and_the_problem_names_the_character(sent, named):
+    with pytest.raises(InvalidIdempotencyKey, match=re.escape(named)):
+        read_key(sent)
+    with pytest.raises(InvalidIdempotencyKey, match=re.escape(named)):
+        require_key(sent)
+
+
+def test_no_header_is_no_key_but_an_empty_one_is_invalid():
+    # Given an optional key: absent is no key; present but empty (only whitespace) is refused, not ignored,
+    # so an agent that meant to send a key never has its repeat priced again
+    assert read_key(None) is None
+    with pytest.raises(InvalidIdempotencyKey, match="empty"):
+        read_key(" \t ")
 
 
 def test_fingerprint_ignores_key_order_but_not_values_or_route():
