@@ -182,7 +182,8 @@ class JourneyTools:
         return f"{said}. Not retryable: change the input or take another action."
 
     def next_actions(self, available: Iterable[Any]) -> str:
-        """`availableActions` as tool calls: `accept -> acceptSimulation(journey_id='...')`."""
+        """`availableActions` as tool calls, with the exact body a link carries as arguments:
+        `accept -> acceptSimulation(journeyId='...', simulationId='...')`."""
         described = []
         for action in available:
             if not isinstance(action, Mapping):
@@ -192,6 +193,9 @@ class JourneyTools:
             if op is None:
                 described.append(f"{name} ({action.get('method')} {action.get('href')})")
                 continue
+            body = action.get("body")
+            if isinstance(body, Mapping):
+                arguments = {**arguments, **{k: v for k, v in body.items() if k in op.body_properties}}
             spelled = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
             described.append(f"{name} -> {op.operation_id}({spelled})")
         return "; ".join(described)

@@ -60,7 +60,12 @@ def follow_links(
             offered = [a["operationId"] for a in record["availableActions"]]
             say(f"'{operation_id}' is not offered now; available: {offered}")
             break
-        body = example_body(document, link["requestSchema"], choose) if "requestSchema" in link else None
+        # A link that carries its exact body (accept names the quote, disburse the acceptance) is followed as it
+        # is; simulate's body is built from its schema.
+        if "body" in link:
+            body = link["body"]
+        else:
+            body = example_body(document, link["requestSchema"], choose) if "requestSchema" in link else None
         status_code, record = http.call(link["method"], target.api_url + link["href"], body)
         if status_code >= 400:
             raise Unreachable(f"{operation_id} answered {status_code}: {str(record)[:300]}")
