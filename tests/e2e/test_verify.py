@@ -1,0 +1,160 @@
+"""`saga verify --stack` as a user runs it after `cdk deploy`, against a deployment on this machine
+(tests/e2e/deployed_stack.py): the local runtime behind API Gateway's IAM check, and moto's
+CloudFormation, Lambda, CloudWatch, Logs, SNS and API Gateway account settings around it. A sound
+stack passes every check (exit 0); each kind of breakage fails its own check by name (exit 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from saga.local.runtime import LocalRuntime, RuntimeConfig
+from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
+from tests.system import free_port
+
+pytestmark = pytest.mark.slow
+
+
+class Deployment:
+    def __init__(self, runtime: LocalRuntime, gateways: dict[str, IamGateway]) -> None:
+        assert runtime.resources is not None
+        self.resources = runtime.resources
+        self.gateways = gateways
+        self.endpoint = self.resources.endpoint_url
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
+
+    def stack(self, name: str, **differences: Any) -> str:
+        """A stack deployed next to the runtime; `differences` from a sound one (StackSpec)."""
+        apis = {name: gateway.url for name, gateway in self.gateways.items()}
+        deploy(StackSpec(name, **differences), self.resources, apis)
+        return name
+
+    def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
+        """`saga verify --stack STACK --json`: its exit code, and each check's outcome by name."""
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
+        environment["AWS_ENDPOINT_URL"] = self.endpoint
+        command = [sys.executable, "-m", "saga.cli", "verify", "--stack", stack, "--region", REGION, "--json",
+                   "--wait", "20"]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=180, check=False)
+        report = json.loads(done.stdout)
+        return done.returncode, {check["check"]: check for check in report["checks"]} | {"_stderr": done.stderr}
+
+
+LOGGING_ROLE = "arn:aws:iam::000000000000:role/apigw-logs"
+
+
+def set_logging_role(deployment: Deployment, role: str) -> None:
+    """The account's API Gateway CloudWatch role, as `aws apigateway update-account` sets it."""
+    operation = {"op": "replace", "path": "/cloudwatchRoleArn", "value": role}
+    deployment.client("apigateway").update_account(patchOperations=[operation])
+
+
+@pytest.fixture(scope="module")
+def deployment() -> Iterator[Deployment]:
+    config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port())
+    runtime = LocalRuntime(config).start()
+    urls = runtime.urls
+    gateways = {
+        "orchestrator": IamGateway(urls["orchestrator"], {os.environ["AWS_ACCESS_KEY_ID"]}),
+        "loans-api": IamGateway(urls["loans-api"], {ORCHESTRATOR_KEY}),
+    }
+    for gateway in gateways.values():
+        threading.Thread(target=gateway.serve_forever, daemon=True).start()
+    found = Deployment(runtime, gateways)
+    set_logging_role(found, LOGGING_ROLE)
+    try:
+        yield found
+    finally:
+        for gateway in gateways.values():
+            gateway.shutdown()
+            gateway.server_close()
+        runtime.stop()
+
+
+def failed(checks: dict[str, Any]) -> set[str]:
+    return {name for name, check in checks.items() if name != "_stderr" and not check["ok"]}
+
+
+def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(deployment):
+    # Given a stack deployed as the code builds it
+    stack = deployment.stack("Sound")
+    # When the user runs saga verify
+    code, checks = deployment.verify(stack)
+    # Then every check holds, and it exits 0
+    assert failed(checks) == set(), checks
+    assert code == 0
+    assert "512 ms" in checks["functions"]["detail"]  # the cold start read from the REPORT lines
+    assert "disbursed" in checks["signed-journey"]["detail"]
+    assert "reached the alarm topic" in checks["alarm-path"]["detail"]
+    assert "written only when it happens" in checks["dashboard-metrics"]["detail"]
+    # and the alarm it set off is back where it was, its test queue gone
+    alarm = deployment.client("cloudwatch").describe_alarms(AlarmNamePrefix="Sound-")["MetricAlarms"]
+    assert alarm[0]["StateValue"] != "ALARM"
+    assert not [q for q in deployment.client("sqs").list_queues().get("QueueUrls", []) if "saga-verify" in q]
+
+
+def test_an_account_without_api_gateways_logging_role_fails_that_check(deployment):
+    stack = deployment.stack("NoLoggingRole")
+    set_logging_role(deployment, "")
+    try:
+        code, checks = deployment.verify(stack)
+    finally:
+        set_logging_role(deployment, LOGGING_ROLE)
+    assert failed(checks) == {"api-gateway-logging-role"}
+    assert code == 1
+    assert "update-account" in checks["api-gateway-logging-role"]["next"]
+
+
+def test_a_disabled_relay_mapping_fails_the_event_source_check(deployment):
+    code, checks = deployment.verify(deployment.stack("Disabled", relay_mapping_enabled=False))
+    assert failed(checks) == {"event-source-mappings"}
+    assert code == 1
+    assert "Disabled" in checks["event-source-mappings"]["detail"]
+
+
+def test_a_function_on_the_wrong_architecture_fails_the_functions_check(deployment):
+    code, checks = deployment.verify(deployment.stack("X86", architecture="x86_64"))
+    assert failed(checks) == {"functions"}
+    assert code == 1
+    assert "relay: architecture x86_64 (expected arm64)" in checks["functions"]["detail"]
+
+
+def test_a_message_in_the_dlq_fails_the_queues_check(deployment):
+    stack = deployment.stack("DlqNotEmpty")
+    sqs = deployment.client("sqs")
+    sqs.send_message(QueueUrl=deployment.resources.events_dlq_url, MessageBody="{}")
+    try:
+        code, checks = deployment.verify(stack)
+    finally:
+        sqs.purge_queue(QueueUrl=deployment.resources.events_dlq_url)
+    assert failed(checks) == {"queues-empty"}
+    assert code == 1
+    assert checks["queues-empty"]["detail"] == "events DLQ: 1"
+
+
+def test_an_orchestrator_open_to_unsigned_calls_fails_that_check(deployment):
+    stack = deployment.stack("Open")
+    deployment.gateways["orchestrator"].open = True
+    try:
+        code, checks = deployment.verify(stack)
+    finally:
+        deployment.gateways["orchestrator"].open = False
+    assert failed(checks) == {"unsigned-refused"}
+    assert code == 1
+
+
+def test_a_dashboard_metric_under_dimensions_nothing_writes_fails_the_metrics_check(deployment):
+    code, checks = deployment.verify(deployment.stack("WrongDimension", extra_metric_service="relays"))
+    assert failed(checks) == {"dashboard-metrics"}
+    assert code == 1
+    assert "LoanSaga/EventsPublished{service=relays}" in checks["dashboard-metrics"]["detail"]
