@@ -4,7 +4,7 @@ checks run and report: every check runs, each failure names itself, its finding 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,13 @@ from saga.ops.target import OPS_BUDGET, Target, Unreachable, target_from_outputs
 from shared import aws, metric_names
 
 if TYPE_CHECKING:
-    from mypy_boto3_lambda.type_defs import FunctionConfigurationTypeDef
+    from mypy_boto3_apigateway import APIGatewayClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_lambda.type_defs import FunctionConfigurationResponseTypeDef
+    from mypy_boto3_logs import CloudWatchLogsClient
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sqs import SQSClient
 
 # The stack's own functions, by the Powertools service each is configured with (infra/functions.py).
 SERVICES = (
@@ -57,7 +63,6 @@ class Deployment:
     outputs: dict[str, str]
     resources: list[StackResource]
     wait_seconds: float = 60.0
-    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def read(cls, stack: str, region: str, wait_seconds: float = 60.0) -> Deployment:
@@ -75,21 +80,40 @@ class Deployment:
     def of_type(self, kind: str) -> list[StackResource]:
         return [r for r in self.resources if r.kind == kind]
 
-    def client(self, service: Any) -> Any:
-        """A client of `service` in the stack's region (AWS_ENDPOINT_URL_* as botocore reads them)."""
-        if service not in self._clients:
-            self._clients[service] = aws.client(service, self.region, None, OPS_BUDGET)
-        return self._clients[service]
+    @cached_property
+    def lambda_(self) -> LambdaClient:
+        return aws.client("lambda", self.region, None, OPS_BUDGET)
+
+    @cached_property
+    def logs(self) -> CloudWatchLogsClient:
+        return aws.client("logs", self.region, None, OPS_BUDGET)
+
+    @cached_property
+    def cloudwatch(self) -> CloudWatchClient:
+        return aws.client("cloudwatch", self.region, None, OPS_BUDGET)
+
+    @cached_property
+    def apigateway(self) -> APIGatewayClient:
+        return aws.client("apigateway", self.region, None, OPS_BUDGET)
+
+    @cached_property
+    def sns(self) -> SNSClient:
+        return aws.client("sns", self.region, None, OPS_BUDGET)
+
+    @cached_property
+    def sqs(self) -> SQSClient:
+        """SQS in the stack's region (AWS_ENDPOINT_URL_* as botocore reads them, as every client here)."""
+        return aws.client("sqs", self.region, None, OPS_BUDGET)
 
     @cached_property
     def target(self) -> Target:
         return target_from_outputs(self.outputs, self.region)
 
     @cached_property
-    def functions(self) -> dict[str, FunctionConfigurationTypeDef]:
+    def functions(self) -> dict[str, FunctionConfigurationResponseTypeDef]:
         """The stack's saga functions by service (its other functions, e.g. custom resources', left out)."""
-        found: dict[str, FunctionConfigurationTypeDef] = {}
-        lambda_ = self.client("lambda")
+        found: dict[str, FunctionConfigurationResponseTypeDef] = {}
+        lambda_ = self.lambda_
         for resource in self.of_type("AWS::Lambda::Function"):
             configuration = lambda_.get_function_configuration(FunctionName=resource.physical_id)
             service = configuration.get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME")

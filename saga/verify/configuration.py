@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saga.verify.checks import SERVICES, Check, Deployment, Failed
 from shared import metric_names as names
 from shared.outbox import EVENT_PREFIX
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.type_defs import FunctionConfigurationResponseTypeDef
 
 # How far back a function's logs are searched for its cold starts.
 INIT_LOOKBACK_SECONDS = 24 * 3600
@@ -22,7 +25,7 @@ _INIT = re.compile(r'(?:"initDurationMs"\s*:\s*|Init Duration: )([0-9.]+)')
 
 def logging_role(deployment: Deployment) -> str:
     """Both stages log: API Gateway refuses stage logging until the account names a CloudWatch role."""
-    role = deployment.client("apigateway").get_account().get("cloudwatchRoleArn")
+    role = deployment.apigateway.get_account().get("cloudwatchRoleArn")
     if not role:
         raise Failed("the account's API Gateway settings name no CloudWatch Logs role (cloudwatchRoleArn)")
     return f"API Gateway logs through {role}"
@@ -31,7 +34,7 @@ def logging_role(deployment: Deployment) -> str:
 def concurrency(deployment: Deployment) -> str:
     """Every function of the stack must be able to run at once (a journey's worst case) in what the
     account leaves unreserved."""
-    limit = deployment.client("lambda").get_account_settings()["AccountLimit"]
+    limit = deployment.lambda_.get_account_settings()["AccountLimit"]
     total, unreserved = limit["ConcurrentExecutions"], limit["UnreservedConcurrentExecutions"]
     seen = f"account limit {total}, unreserved {unreserved}"
     if unreserved < len(SERVICES):
@@ -46,7 +49,7 @@ def _layer_build(deployment: Deployment) -> tuple[set[str], str, str]:
     if not layers:
         raise Failed("the stack has no dependencies layer")
     name, version = sorted(layers)[0].rsplit(":", 2)[-2:]  # arn:aws:lambda:REGION:ACCOUNT:layer:NAME:VERSION
-    layer = deployment.client("lambda").get_layer_version(LayerName=name, VersionNumber=int(version))
+    layer = deployment.lambda_.get_layer_version(LayerName=name, VersionNumber=int(version))
     runtimes, architectures = layer.get("CompatibleRuntimes", []), layer.get("CompatibleArchitectures", [])
     if len(runtimes) != 1 or architectures != [ARCHITECTURE]:
         raise Failed(f"the layer is built for {runtimes} on {architectures}, not one runtime on {ARCHITECTURE}")
@@ -77,15 +80,15 @@ def functions(deployment: Deployment) -> str:
     return f"{len(found)} functions Active on {runtime} {architecture} with the layer; init " + ", ".join(seen)
 
 
-def _cold_starts(deployment: Deployment, fn: Any) -> str:
+def _cold_starts(deployment: Deployment, fn: FunctionConfigurationResponseTypeDef) -> str:
     """The slowest Init Duration the function's REPORT lines show over the lookback, and how many."""
     logging = fn.get("LoggingConfig", {})
     group = logging.get("LogGroup") or f"/aws/lambda/{fn['FunctionName']}"
     pattern = '"initDurationMs"' if logging.get("LogFormat") == "JSON" else '"Init Duration"'
     start = int((time.time() - INIT_LOOKBACK_SECONDS) * 1000)
-    events = deployment.client("logs").filter_log_events(
-        logGroupName=group, startTime=start, filterPattern=pattern, limit=100
-    )["events"]
+    events = deployment.logs.filter_log_events(logGroupName=group, startTime=start, filterPattern=pattern, limit=100)[
+        "events"
+    ]
     durations = [float(m[1]) for e in events if (m := _INIT.search(e.get("message", "")))]
     return f"max {max(durations):.0f} ms of {len(durations)}" if durations else "(no cold start logged in 24 h)"
 
@@ -93,8 +96,8 @@ def _cold_starts(deployment: Deployment, fn: Any) -> str:
 def event_sources(deployment: Deployment) -> str:
     """The stream feeds the relay through the outbox-inserts filter; the events queue feeds the consumer."""
     found = deployment.functions
-    lambda_ = deployment.client("lambda")
-    queue_arn = deployment.client("sqs").get_queue_attributes(
+    lambda_ = deployment.lambda_
+    queue_arn = deployment.sqs.get_queue_attributes(
         QueueUrl=deployment.target.events_queue_url, AttributeNames=["QueueArn"]
     )["Attributes"]["QueueArn"]
     problems, seen = [], []
@@ -138,7 +141,7 @@ def log_retention(deployment: Deployment) -> str:
     groups = {r.physical_id for r in deployment.of_type("AWS::Logs::LogGroup")}
     groups |= {fn.get("LoggingConfig", {}).get("LogGroup") or f"/aws/lambda/{fn['FunctionName']}"
                for fn in deployment.functions.values()}  # fmt: skip
-    logs = deployment.client("logs")
+    logs = deployment.logs
     problems = []
     for group in sorted(groups):
         described = logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saga.verify.checks import Check, Deployment, Failed
 from shared import metric_names
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch.type_defs import DimensionFilterTypeDef
+    from mypy_boto3_sqs import SQSClient
 
 DASHBOARD_OUTPUT = "DashboardName"
 ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
@@ -36,12 +40,12 @@ def dashboard_metrics(body: dict[str, Any]) -> list[Metric]:
 def metrics_present(deployment: Deployment) -> str:
     """ListMetrics knows each charted metric with exactly the dashboard's dimensions (a metric written
     only when what it counts happens may still be absent; under other dimensions it is still wrong)."""
-    cloudwatch = deployment.client("cloudwatch")
+    cloudwatch = deployment.cloudwatch
     body = json.loads(cloudwatch.get_dashboard(DashboardName=deployment.outputs[DASHBOARD_OUTPUT])["DashboardBody"])
     charted = dashboard_metrics(body)
     missing, quiet = [], []
     for namespace, name, dimensions in charted:
-        wanted = [{"Name": key, "Value": value} for key, value in dimensions]
+        wanted: list[DimensionFilterTypeDef] = [{"Name": key, "Value": value} for key, value in dimensions]
         if cloudwatch.list_metrics(Namespace=namespace, MetricName=name, Dimensions=wanted)["Metrics"]:
             continue
         label = f"{namespace}/{name}{{{','.join(f'{k}={v}' for k, v in dimensions)}}}"
@@ -60,7 +64,7 @@ def alarm_path(deployment: Deployment) -> str:
     """One of the stack's alarms set to ALARM (SetAlarmState) notifies the alarm topic: a queue this
     check subscribes for the test receives it. The alarm's state is then set back, and the queue and
     its subscription deleted."""
-    cloudwatch, sns, sqs = (deployment.client(name) for name in ("cloudwatch", "sns", "sqs"))
+    cloudwatch, sns, sqs = deployment.cloudwatch, deployment.sns, deployment.sqs
     topic = deployment.outputs[ALARM_TOPIC_OUTPUT]
     # CloudFormation names an alarm STACK-LogicalId-SUFFIX.
     pages = cloudwatch.get_paginator("describe_alarms").paginate(AlarmNamePrefix=f"{deployment.stack}-")
@@ -103,7 +107,7 @@ def _from_topic(queue_arn: str, topic_arn: str) -> str:
         "Resource": queue_arn, "Condition": {"ArnEquals": {"aws:SourceArn": topic_arn}}}]})  # fmt: skip
 
 
-def _receive(sqs: Any, queue: str, alarm_name: str, wait_seconds: float) -> bool:
+def _receive(sqs: SQSClient, queue: str, alarm_name: str, wait_seconds: float) -> bool:
     """True once a notification naming the alarm arrives, within `wait_seconds`."""
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline:

@@ -11,14 +11,20 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
 import pytest
 
 from saga.local.runtime import LocalRuntime, RuntimeConfig
+from shared import aws
 from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
 from tests.system import free_port
+
+if TYPE_CHECKING:
+    from mypy_boto3_apigateway import APIGatewayClient
+    from mypy_boto3_apigateway.type_defs import PatchOperationTypeDef
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_sqs import SQSClient
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +36,14 @@ class Deployment:
         self.gateways = gateways
         self.endpoint = self.resources.endpoint_url
 
-    def client(self, service: str) -> Any:
-        return boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
+    def apigateway(self) -> APIGatewayClient:
+        return aws.client("apigateway", REGION, self.endpoint)
+
+    def cloudwatch(self) -> CloudWatchClient:
+        return aws.client("cloudwatch", REGION, self.endpoint)
+
+    def sqs(self) -> SQSClient:
+        return aws.client("sqs", REGION, self.endpoint)
 
     def stack(self, name: str, **differences: Any) -> str:
         """A stack deployed next to the runtime; `differences` from a sound one (StackSpec)."""
@@ -55,8 +67,8 @@ LOGGING_ROLE = "arn:aws:iam::000000000000:role/apigw-logs"
 
 def set_logging_role(deployment: Deployment, role: str) -> None:
     """The account's API Gateway CloudWatch role, as `aws apigateway update-account` sets it."""
-    operation = {"op": "replace", "path": "/cloudwatchRoleArn", "value": role}
-    deployment.client("apigateway").update_account(patchOperations=[operation])
+    operation: PatchOperationTypeDef = {"op": "replace", "path": "/cloudwatchRoleArn", "value": role}
+    deployment.apigateway().update_account(patchOperations=[operation])
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +110,9 @@ def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(
     assert "reached the alarm topic" in checks["alarm-path"]["detail"]
     assert "written only when it happens" in checks["dashboard-metrics"]["detail"]
     # and the alarm it set off is back where it was, its test queue gone
-    alarm = deployment.client("cloudwatch").describe_alarms(AlarmNamePrefix="Sound-")["MetricAlarms"]
+    alarm = deployment.cloudwatch().describe_alarms(AlarmNamePrefix="Sound-")["MetricAlarms"]
     assert alarm[0]["StateValue"] != "ALARM"
-    assert not [q for q in deployment.client("sqs").list_queues().get("QueueUrls", []) if "saga-verify" in q]
+    assert not [q for q in deployment.sqs().list_queues().get("QueueUrls", []) if "saga-verify" in q]
 
 
 def test_an_account_without_api_gateways_logging_role_fails_that_check(deployment):
@@ -131,7 +143,7 @@ def test_a_function_on_the_wrong_architecture_fails_the_functions_check(deployme
 
 def test_a_message_in_the_dlq_fails_the_queues_check(deployment):
     stack = deployment.stack("DlqNotEmpty")
-    sqs = deployment.client("sqs")
+    sqs = deployment.sqs()
     sqs.send_message(QueueUrl=deployment.resources.events_dlq_url, MessageBody="{}")
     try:
         code, checks = deployment.verify(stack)
