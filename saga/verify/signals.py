@@ -3,16 +3,18 @@ dimensions the dashboard reads, and an alarm's state change reaches the alarm to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from saga.verify.checks import Check, Deployment, Failed
 from shared import metric_names
 
 if TYPE_CHECKING:
-    from mypy_boto3_cloudwatch.type_defs import DimensionFilterTypeDef
+    from mypy_boto3_cloudwatch.type_defs import DimensionFilterTypeDef, MetricAlarmTypeDef
     from mypy_boto3_sqs import SQSClient
 
 DASHBOARD_OUTPUT = "DashboardName"
@@ -60,40 +62,65 @@ def metrics_present(deployment: Deployment) -> str:
     return seen + (f"; {len(quiet)} written only when it happens, none yet" if quiet else "")
 
 
-def alarm_path(deployment: Deployment) -> str:
-    """One of the stack's alarms set to ALARM (SetAlarmState) notifies the alarm topic: a queue this
-    check subscribes for the test receives it. The alarm's state is then set back, and the queue and
-    its subscription deleted."""
-    cloudwatch, sns, sqs = deployment.cloudwatch, deployment.sns, deployment.sqs
-    topic = deployment.outputs[ALARM_TOPIC_OUTPUT]
-    # CloudFormation names an alarm STACK-LogicalId-SUFFIX.
+def _stack_alarms(deployment: Deployment) -> list[MetricAlarmTypeDef]:
+    """The stack's alarms: those it lists, else (an endpoint whose CloudFormation keeps none) the
+    alarms named as CloudFormation names them, STACK-LogicalId-SUFFIX."""
+    cloudwatch = deployment.cloudwatch
+    named = [r.physical_id for r in deployment.of_type("AWS::CloudWatch::Alarm")]
+    if named:
+        return [a for i in range(0, len(named), 100)
+                for a in cloudwatch.describe_alarms(AlarmNames=named[i : i + 100])["MetricAlarms"]]  # fmt: skip
     pages = cloudwatch.get_paginator("describe_alarms").paginate(AlarmNamePrefix=f"{deployment.stack}-")
-    described = [alarm for page in pages for alarm in page["MetricAlarms"]]
-    if not described:
-        raise Failed("the stack has no alarm")
-    notifying = [a for a in described if topic in a.get("AlarmActions", [])]
-    quiet = [a for a in notifying if a["StateValue"] != "ALARM"]
-    if not quiet:
-        raise Failed(f"no alarm of the stack notifies {topic} from a state other than ALARM")
-    alarm = quiet[0]
+    return [alarm for page in pages for alarm in page["MetricAlarms"]]
+
+
+@contextlib.contextmanager
+def _listening(deployment: Deployment, topic: str) -> Iterator[str]:
+    """A queue of this check's own subscribed to `topic` (confirmed) while the block runs; then the
+    subscription and the queue are deleted."""
+    sns, sqs = deployment.sns, deployment.sqs
     queue = sqs.create_queue(QueueName=f"saga-verify-alarm-{uuid.uuid4().hex[:12]}")["QueueUrl"]
     subscription = None
     try:
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         sqs.set_queue_attributes(QueueUrl=queue, Attributes={"Policy": _from_topic(queue_arn, topic)})
         subscription = sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, ReturnSubscriptionArn=True)
-        reason = "saga verify: a test of the alarm path (set back at once)"
-        cloudwatch.set_alarm_state(AlarmName=alarm["AlarmName"], StateValue="ALARM", StateReason=reason)
-        try:
-            received = _receive(sqs, queue, alarm["AlarmName"], deployment.wait_seconds)
-        finally:
-            cloudwatch.set_alarm_state(
-                AlarmName=alarm["AlarmName"], StateValue=alarm["StateValue"], StateReason=alarm.get("StateReason", "")
-            )
+        deadline = time.monotonic() + deployment.wait_seconds
+        arn = subscription["SubscriptionArn"]
+        while sns.get_subscription_attributes(SubscriptionArn=arn)["Attributes"].get("PendingConfirmation") == "true":
+            if time.monotonic() > deadline:
+                raise Failed(f"the test subscription to {topic} was never confirmed")
+            for message in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", []):
+                body = json.loads(message["Body"])
+                if body.get("Type") == "SubscriptionConfirmation":
+                    sns.confirm_subscription(TopicArn=topic, Token=body["Token"])
+        yield queue
     finally:
         if subscription is not None:
             sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
         sqs.delete_queue(QueueUrl=queue)
+
+
+def alarm_path(deployment: Deployment) -> str:
+    """One of the stack's alarms set to ALARM (SetAlarmState) notifies the alarm topic: a queue this
+    check subscribes for the test receives it. The alarm is set back to the state it had."""
+    topic = deployment.outputs[ALARM_TOPIC_OUTPUT]
+    alarms = _stack_alarms(deployment)
+    if not alarms:
+        raise Failed("the stack has no alarm")
+    quiet = [a for a in alarms if topic in a.get("AlarmActions", []) and a["StateValue"] != "ALARM"]
+    if not quiet:
+        raise Failed(f"no alarm of the stack notifies {topic} from a state other than ALARM")
+    alarm, cloudwatch = quiet[0], deployment.cloudwatch
+    with _listening(deployment, topic) as queue:
+        reason = "saga verify: a test of the alarm path (set back at once)"
+        cloudwatch.set_alarm_state(AlarmName=alarm["AlarmName"], StateValue="ALARM", StateReason=reason)
+        try:
+            received = _receive(deployment.sqs, queue, alarm["AlarmName"], deployment.wait_seconds)
+        finally:
+            cloudwatch.set_alarm_state(
+                AlarmName=alarm["AlarmName"], StateValue=alarm["StateValue"], StateReason=alarm.get("StateReason", "")
+            )
     if not received:
         waited = f"{deployment.wait_seconds:.0f} s"
         raise Failed(f"alarm {alarm['AlarmName']} set to ALARM: nothing reached {topic} in {waited}")
