@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import urllib3
 
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from shared import aws
@@ -35,6 +37,7 @@ class Deployment:
         self.resources = runtime.resources
         self.gateways = gateways
         self.endpoint = self.resources.endpoint_url
+        self.orchestrator_url = runtime.urls["orchestrator"]
 
     def apigateway(self) -> APIGatewayClient:
         return aws.client("apigateway", REGION, self.endpoint)
@@ -51,15 +54,19 @@ class Deployment:
         deploy(StackSpec(name, **differences), self.resources, apis)
         return name
 
-    def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
-        """`saga verify --stack STACK --json`: its exit code, and each check's outcome by name."""
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`saga verify ARGS` as a user runs it, against this machine's endpoint."""
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
         environment["AWS_ENDPOINT_URL"] = self.endpoint
-        command = [sys.executable, "-m", "saga.cli", "verify", "--stack", stack, "--region", REGION, "--json",
-                   "--wait", "20"]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=180, check=False)
+        command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", "20", *args]
+        return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=180, check=False)
+
+    def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
+        """`saga verify --stack STACK --json`: its exit code, and each check's outcome by name."""
+        done = self.run("--stack", stack, "--json")
         report = json.loads(done.stdout)
-        return done.returncode, {check["check"]: check for check in report["checks"]} | {"_stderr": done.stderr}
+        assert report["ok"] is (done.returncode == 0), done.stderr
+        return done.returncode, {check["check"]: check for check in report["checks"]}
 
 
 LOGGING_ROLE = "arn:aws:iam::000000000000:role/apigw-logs"
@@ -94,7 +101,7 @@ def deployment() -> Iterator[Deployment]:
 
 
 def failed(checks: dict[str, Any]) -> set[str]:
-    return {name for name, check in checks.items() if name != "_stderr" and not check["ok"]}
+    return {name for name, check in checks.items() if not check["ok"]}
 
 
 def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(deployment):
@@ -106,7 +113,12 @@ def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(
     assert failed(checks) == set(), checks
     assert code == 0
     assert "512 ms" in checks["functions"]["detail"]  # the cold start read from the REPORT lines
-    assert "disbursed" in checks["signed-journey"]["detail"]
+    # its journey is labelled as verification and left final
+    journey_id = re.search(r"journey (\S+) ", checks["signed-journey"]["detail"])
+    assert journey_id, checks["signed-journey"]
+    record = json.loads(urllib3.request("GET", f"{deployment.orchestrator_url}/journeys/{journey_id[1]}").data)
+    assert record["currentState"] == "disbursed"
+    assert record["customerId"].startswith("saga-verify-")
     assert "reached the alarm topic" in checks["alarm-path"]["detail"]
     assert "written only when it happens" in checks["dashboard-metrics"]["detail"]
     # and the alarm it set off is back where it was, its test queue gone
@@ -170,3 +182,32 @@ def test_a_dashboard_metric_under_dimensions_nothing_writes_fails_the_metrics_ch
     assert failed(checks) == {"dashboard-metrics"}
     assert code == 1
     assert "LoanSaga/EventsPublished{service=relays}" in checks["dashboard-metrics"]["detail"]
+
+
+def test_a_loans_api_open_to_any_signer_fails_that_check(deployment):
+    stack = deployment.stack("LoansOpen")
+    deployment.gateways["loans-api"].open = True
+    try:
+        code, checks = deployment.verify(stack)
+    finally:
+        deployment.gateways["loans-api"].open = False
+    assert failed(checks) == {"loans-api-refused"}
+    assert code == 1
+
+
+def test_for_a_human_each_failed_check_is_a_fail_line_with_what_to_do_next(deployment):
+    done = deployment.run("--stack", deployment.stack("ForHumans", architecture="x86_64"))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("FAIL functions: relay: architecture x86_64") for line in lines), done.stdout
+    assert any(line.startswith("ok   signed-journey: journey ") for line in lines), done.stdout
+    assert "     next: redeploy with `npx cdk deploy`" in done.stdout
+    assert lines[-1] == "ForHumans: 1 check(s) failed: functions"
+
+
+def test_a_stack_that_cannot_be_read_exits_2_with_a_problem_document(deployment):
+    done = deployment.run("--stack", "NoSuchStack", "--json")
+    assert done.returncode == 2
+    problem = json.loads(done.stdout)
+    assert (problem["status"], problem["title"]) == (503, "cannot read the stack")
+    assert "NoSuchStack" in done.stderr
