@@ -86,10 +86,11 @@ def _cold_starts(deployment: Deployment, fn: FunctionConfigurationResponseTypeDe
     group = logging.get("LogGroup") or f"/aws/lambda/{fn['FunctionName']}"
     pattern = '"initDurationMs"' if logging.get("LogFormat") == "JSON" else '"Init Duration"'
     start = int((time.time() - INIT_LOOKBACK_SECONDS) * 1000)
-    events = deployment.logs.filter_log_events(logGroupName=group, startTime=start, filterPattern=pattern, limit=100)[
-        "events"
-    ]
-    durations = [float(m[1]) for e in events if (m := _INIT.search(e.get("message", "")))]
+    pages = deployment.logs.get_paginator("filter_log_events").paginate(
+        logGroupName=group, startTime=start, filterPattern=pattern, PaginationConfig={"MaxItems": 100}
+    )
+    messages = [event.get("message", "") for page in pages for event in page["events"]]
+    durations = [float(m[1]) for message in messages if (m := _INIT.search(message))]
     return f"max {max(durations):.0f} ms of {len(durations)}" if durations else "(no cold start logged in 24 h)"
 
 

@@ -61,7 +61,9 @@ def signed_journey(deployment: Deployment) -> str:
     if record["currentState"] != "disbursed":
         raise Failed(f"journey {journey}: road 1 left it {record['currentState']}, not disbursed")
     history = _road2(deployment, journey)
-    return f"journey {journey} ({customer}) disbursed; road 2 published and delivered its {len(history)} events"
+    by_outbox = sum(1 for event in history if event["appliedBy"] == "outbox")
+    return (f"journey {journey} ({customer}) disbursed; road 2 published and delivered its {len(history)} "
+            f"events ({by_outbox} applied by road 2 itself, the others already in the record by road 1)")  # fmt: skip
 
 
 def _road2(deployment: Deployment, journey: str) -> list[dict[str, Any]]:

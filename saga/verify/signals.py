@@ -48,7 +48,9 @@ def metrics_present(deployment: Deployment) -> str:
     missing, quiet = [], []
     for namespace, name, dimensions in charted:
         wanted: list[DimensionFilterTypeDef] = [{"Name": key, "Value": value} for key, value in dimensions]
-        if cloudwatch.list_metrics(Namespace=namespace, MetricName=name, Dimensions=wanted)["Metrics"]:
+        listed = cloudwatch.list_metrics(Namespace=namespace, MetricName=name, Dimensions=wanted)["Metrics"]
+        # ListMetrics also answers metrics with more dimensions than asked: the dashboard reads exactly these.
+        if any({(d["Name"], d["Value"]) for d in m.get("Dimensions", [])} == set(dimensions) for m in listed):
             continue
         label = f"{namespace}/{name}{{{','.join(f'{k}={v}' for k, v in dimensions)}}}"
         elsewhere = cloudwatch.list_metrics(Namespace=namespace, MetricName=name)["Metrics"]
