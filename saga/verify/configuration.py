@@ -14,7 +14,10 @@ from shared import metric_names as names
 from shared.outbox import EVENT_PREFIX
 
 if TYPE_CHECKING:
-    from mypy_boto3_lambda.type_defs import FunctionConfigurationResponseTypeDef
+    from mypy_boto3_lambda.type_defs import (
+        EventSourceMappingConfigurationTypeDef,
+        FunctionConfigurationResponseTypeDef,
+    )
 
 # How far back a function's logs are searched for its cold starts.
 INIT_LOOKBACK_SECONDS = 24 * 3600
@@ -32,14 +35,26 @@ def logging_role(deployment: Deployment) -> str:
 
 
 def concurrency(deployment: Deployment) -> str:
-    """Every function of the stack must be able to run at once (a journey's worst case) in what the
-    account leaves unreserved."""
+    """What the account leaves unreserved runs the stack at its peak: the consumer as far as its
+    mapping scales (MaximumConcurrency), and every other function at once."""
     limit = deployment.lambda_.get_account_settings()["AccountLimit"]
     total, unreserved = limit["ConcurrentExecutions"], limit["UnreservedConcurrentExecutions"]
+    consumer = [m.get("ScalingConfig", {}).get("MaximumConcurrency", 1) for m in _mappings(deployment, names.CONSUMER)]
+    need = max(consumer, default=1) + len(SERVICES) - 1
     seen = f"account limit {total}, unreserved {unreserved}"
-    if unreserved < len(SERVICES):
-        raise Failed(f"{seen}: fewer than the {len(SERVICES)} executions the stack's functions need at once")
-    return seen
+    if unreserved < need:
+        raise Failed(f"{seen}: the stack may run {need} at once (the consumer's mapping scales to "
+                     f"{max(consumer, default=1)}, one each for the {len(SERVICES) - 1} other functions)")  # fmt: skip
+    return f"{seen}; the stack needs up to {need}"
+
+
+def _mappings(deployment: Deployment, service: str) -> list[EventSourceMappingConfigurationTypeDef]:
+    """The event source mappings of the stack's function for `service` (none when it has no such function)."""
+    fn = deployment.functions.get(service)
+    if fn is None:
+        return []
+    pages = deployment.lambda_.get_paginator("list_event_source_mappings").paginate(FunctionName=fn["FunctionName"])
+    return [mapping for page in pages for mapping in page["EventSourceMappings"]]
 
 
 def _layer_build(deployment: Deployment) -> tuple[set[str], str, str]:
@@ -97,7 +112,6 @@ def _cold_starts(deployment: Deployment, fn: FunctionConfigurationResponseTypeDe
 def event_sources(deployment: Deployment) -> str:
     """The stream feeds the relay through the outbox-inserts filter; the events queue feeds the consumer."""
     found = deployment.functions
-    lambda_ = deployment.lambda_
     queue_arn = deployment.sqs.get_queue_attributes(
         QueueUrl=deployment.target.events_queue_url, AttributeNames=["QueueArn"]
     )["Attributes"]["QueueArn"]
@@ -107,8 +121,7 @@ def event_sources(deployment: Deployment) -> str:
         if service not in found:
             problems.append(f"{service}: no such function")
             continue
-        mappings = lambda_.list_event_source_mappings(FunctionName=found[service]["FunctionName"])
-        mapping = next((m for m in mappings["EventSourceMappings"] if wanted(m.get("EventSourceArn", ""))), None)
+        mapping = next((m for m in _mappings(deployment, service) if wanted(m.get("EventSourceArn", ""))), None)
         if mapping is None:
             problems.append(f"{service}: no mapping from {source}")
         elif mapping.get("State") != "Enabled":
@@ -161,8 +174,8 @@ CHECKS = [
           "deploy with the default account-role handling (not `-c apiGatewayAccountRole=false`), or set one: "
           "`aws apigateway update-account --patch-operations op=replace,path=/cloudwatchRoleArn,value=ROLE_ARN`"),
     Check("lambda-concurrency", concurrency,
-          "free reserved concurrency in the account, or ask for a higher quota (Service Quotas: Lambda, "
-          "Concurrent executions)"),
+          "free reserved concurrency in the account, ask for a higher quota (Service Quotas: Lambda, "
+          "Concurrent executions), or deploy with a lower -c targetJourneysPerSecond (the consumer's scaling)"),
     Check("functions", functions,
           "redeploy with `npx cdk deploy` from this checkout; a function stuck Pending/Failed names why in "
           "`aws lambda get-function-configuration`"),

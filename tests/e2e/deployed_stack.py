@@ -22,6 +22,7 @@ from saga.local.resources import LocalResources
 from saga.verify.signals import ALARM_TOPIC_OUTPUT, DASHBOARD_OUTPUT
 from shared import metric_names as names
 from shared import tables
+from shared.capacity import DEFAULT_CAPACITY
 from shared.outbox import EVENT_PREFIX
 from tests.e2e.fake_aws import _AUTHORIZATION
 
@@ -83,6 +84,7 @@ class StackSpec:
     architecture: str = "arm64"
     relay_mapping_enabled: bool = True
     extra_metric_service: str | None = None  # a dashboard metric under a dimension nothing writes
+    consumer_concurrency: int = DEFAULT_CAPACITY.consumer_max_concurrency
 
 
 def _zip(text: str) -> str:
@@ -121,7 +123,8 @@ def template(spec: StackSpec, resources: LocalResources, apis: dict[str, str], q
         "StartingPosition": "TRIM_HORIZON", "Enabled": spec.relay_mapping_enabled,
         "FilterCriteria": {"Filters": [{"Pattern": json.dumps(outbox_inserts)}]}}}  # fmt: skip
     body["ConsumerMapping"] = {"Type": "AWS::Lambda::EventSourceMapping", "DependsOn": "Consumer", "Properties": {
-        "FunctionName": f"{spec.name}-consumer", "EventSourceArn": queue_arn, "BatchSize": 10}}  # fmt: skip
+        "FunctionName": f"{spec.name}-consumer", "EventSourceArn": queue_arn, "BatchSize": 10,
+        "ScalingConfig": {"MaximumConcurrency": spec.consumer_concurrency}}}  # fmt: skip
     outputs = {
         tables.OUTPUT_ORCHESTRATOR_URL: apis["orchestrator"], tables.OUTPUT_LOANS_API_URL: apis["loans-api"],
         tables.OUTPUT_LOANS_TABLE: resources.loans_table, tables.OUTPUT_JOURNEYS_TABLE: resources.journeys_table,

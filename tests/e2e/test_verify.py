@@ -113,6 +113,8 @@ def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(
     assert failed(checks) == set(), checks
     assert code == 0
     assert "512 ms" in checks["functions"]["detail"]  # the cold start read from the REPORT lines
+    # the consumer's mapping scales to 10, and one each for the 5 other functions
+    assert "needs up to 15" in checks["lambda-concurrency"]["detail"]
     # its journey is labelled as verification and left final
     journey_id = re.search(r"journey (\S+) ", checks["signed-journey"]["detail"])
     assert journey_id, checks["signed-journey"]
@@ -137,6 +139,14 @@ def test_an_account_without_api_gateways_logging_role_fails_that_check(deploymen
     assert failed(checks) == {"api-gateway-logging-role"}
     assert code == 1
     assert "update-account" in checks["api-gateway-logging-role"]["next"]
+
+
+def test_a_consumer_scaling_past_what_the_account_leaves_unreserved_fails_the_concurrency_check(deployment):
+    # Given an account of 1,000 (saga/local/moto_deployment.py) and a consumer that scales to all of it
+    code, checks = deployment.verify(deployment.stack("Greedy", consumer_concurrency=1000))
+    assert failed(checks) == {"lambda-concurrency"}
+    assert code == 1
+    assert "may run 1005 at once" in checks["lambda-concurrency"]["detail"]
 
 
 def test_a_disabled_relay_mapping_fails_the_event_source_check(deployment):
