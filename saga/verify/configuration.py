@@ -27,7 +27,8 @@ _INIT = re.compile(r'(?:"initDurationMs"\s*:\s*|Init Duration: )([0-9.]+)')
 
 
 def logging_role(deployment: Deployment) -> str:
-    """Both stages log: API Gateway refuses stage logging until the account names a CloudWatch role."""
+    """Both stages log: API Gateway refuses stage logging until the account names a CloudWatch role
+    (docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html)."""
     role = deployment.apigateway.get_account().get("cloudwatchRoleArn")
     if not role:
         raise Failed("the account's API Gateway settings name no CloudWatch Logs role (cloudwatchRoleArn)")
@@ -36,15 +37,17 @@ def logging_role(deployment: Deployment) -> str:
 
 def concurrency(deployment: Deployment) -> str:
     """What the account leaves unreserved runs the stack at its peak: the consumer as far as its
-    mapping scales (MaximumConcurrency), and every other function at once."""
+    mapping scales (MaximumConcurrency: docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html),
+    and every other function at once."""
     limit = deployment.lambda_.get_account_settings()["AccountLimit"]
     total, unreserved = limit["ConcurrentExecutions"], limit["UnreservedConcurrentExecutions"]
-    consumer = [m.get("ScalingConfig", {}).get("MaximumConcurrency", 1) for m in _mappings(deployment, names.CONSUMER)]
-    need = max(consumer, default=1) + len(SERVICES) - 1
+    mappings = _mappings(deployment, names.CONSUMER)
+    scale = max((m.get("ScalingConfig", {}).get("MaximumConcurrency", 1) for m in mappings), default=1)
+    need = scale + len(SERVICES) - 1
     seen = f"account limit {total}, unreserved {unreserved}"
     if unreserved < need:
-        raise Failed(f"{seen}: the stack may run {need} at once (the consumer's mapping scales to "
-                     f"{max(consumer, default=1)}, one each for the {len(SERVICES) - 1} other functions)")  # fmt: skip
+        raise Failed(f"{seen}: the stack may run {need} at once (the consumer's mapping scales to {scale}, "
+                     f"one each for the {len(SERVICES) - 1} other functions)")  # fmt: skip
     return f"{seen}; the stack needs up to {need}"
 
 
@@ -96,7 +99,9 @@ def functions(deployment: Deployment) -> str:
 
 
 def _cold_starts(deployment: Deployment, fn: FunctionConfigurationResponseTypeDef) -> str:
-    """The slowest Init Duration the function's REPORT lines show over the lookback, and how many."""
+    """The slowest Init Duration the function's REPORT lines show over the lookback, and how many: a
+    text REPORT line's `Init Duration: N ms`, or a JSON platform.report's `initDurationMs`
+    (docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-advanced.html)."""
     logging = fn.get("LoggingConfig", {})
     group = logging.get("LogGroup") or f"/aws/lambda/{fn['FunctionName']}"
     pattern = '"initDurationMs"' if logging.get("LogFormat") == "JSON" else '"Init Duration"'

@@ -41,7 +41,9 @@ def dashboard_metrics(body: dict[str, Any]) -> list[Metric]:
 
 def metrics_present(deployment: Deployment) -> str:
     """ListMetrics knows each charted metric with exactly the dashboard's dimensions (a metric written
-    only when what it counts happens may still be absent; under other dimensions it is still wrong)."""
+    only when what it counts happens may still be absent; under other dimensions it is still wrong).
+    ListMetrics shows a metric up to 15 minutes after it is first written, and none not written in two
+    weeks (docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_ListMetrics.html)."""
     cloudwatch = deployment.cloudwatch
     body = json.loads(cloudwatch.get_dashboard(DashboardName=deployment.outputs[DASHBOARD_OUTPUT])["DashboardBody"])
     charted = dashboard_metrics(body)
