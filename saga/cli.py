@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from saga import cli_servers as servers
+from saga.verify import command as verify_command
 
 EXIT_CODES = """exit codes (every command; --json prints exactly one JSON document on stdout):
   0  all is well: status --check passed, journey show / audit: the records agree with loans-api
@@ -16,6 +17,7 @@ EXIT_CODES = """exit codes (every command; --json prints exactly one JSON docume
      outbox items), journey show: the record disagrees, audit: journeys out of sync
   2  the system could not be read (unreachable, or an answer it should not give)
   3  journey show: neither the orchestrator nor loans-api knows the journey
+  verify: 0 every check holds, 1 a check failed (each FAIL line says what to do), 2 the stack is unreadable
 
 Without URLs, commands use the ones a running `saga local` recorded in .saga/local.json (or
 $SAGA_STATE_FILE), else the default local ports."""
@@ -89,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     target_options(demo)
 
     servers.add_mcp(commands)
+    verify_command.add_verify(commands, servers.default_region())
     _openapi_parser(commands, target_options)
 
     servers.add_proxy(commands)
@@ -217,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in servers.RUNNERS:
         return servers.RUNNERS[args.command](args)
     servers.quiet_function_logs()
+    if args.command == "verify":
+        return verify_command.run_verify(args)
     from botocore.exceptions import BotoCoreError, ClientError
     from urllib3.exceptions import HTTPError
 

@@ -17,14 +17,21 @@ if TYPE_CHECKING:
     # nothing here is imported at run time, so a function still loads botocore alone.
     from botocore.client import BaseClient
     from botocore.credentials import Credentials
+    from mypy_boto3_apigateway import APIGatewayClient
     from mypy_boto3_cloudformation import CloudFormationClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_logs import CloudWatchLogsClient
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
 
 # The services the code creates clients for; `client` gives each its typed client.
-ServiceName = Literal["cloudformation", "dynamodb", "dynamodbstreams", "sns", "sqs"]
+# lambda, logs, cloudwatch and apigateway: `saga verify` reads a deployment through them.
+ServiceName = Literal[
+    "cloudformation", "dynamodb", "dynamodbstreams", "sns", "sqs", "lambda", "logs", "cloudwatch", "apigateway"
+]
 
 # Error codes AWS answers for a failure that the same request may not meet again.
 TRANSIENT_CODES = frozenset(
@@ -111,6 +118,42 @@ def client(
     *,
     from_session: botocore.session.Session | None = None,
 ) -> SQSClient: ...
+@overload
+def client(
+    service: Literal["lambda"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> LambdaClient: ...
+@overload
+def client(
+    service: Literal["logs"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> CloudWatchLogsClient: ...
+@overload
+def client(
+    service: Literal["cloudwatch"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> CloudWatchClient: ...
+@overload
+def client(
+    service: Literal["apigateway"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> APIGatewayClient: ...
 def client(
     service: ServiceName,
     region: str,

@@ -29,3 +29,17 @@ EVENTS_FAILED = "EventsFailed"
 JOURNEYS_OUT_OF_SYNC = "JourneysOutOfSync"
 OLDEST_OUT_OF_SYNC_AGE_SECONDS = "OldestOutOfSyncAgeSeconds"
 JOURNEYS_AUDITED = "JourneysAudited"
+
+# Metrics written only when what they count happens (none is a healthy reading): `saga verify` does not
+# ask a new deployment for them. Lambda sends Throttles only for a throttled invocation.
+ON_OCCURRENCE = frozenset(
+    {
+        IDEMPOTENT_REPLAYS,
+        COMPENSATIONS,
+        EVENTS_DEDUPLICATED,
+        EVENTS_SKIPPED,
+        EVENTS_FAILED,
+        PUBLISH_FAILURES,
+        "Throttles",
+    }
+)

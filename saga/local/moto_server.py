@@ -23,7 +23,7 @@ import urllib3
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from saga.local import moto_queries, moto_transactions
+from saga.local import moto_deployment, moto_queries, moto_transactions
 from saga.local.aws_faults import CONTROL_PATH, AwsFaultInjector, FaultRule
 
 
@@ -54,8 +54,10 @@ class MotoServer:
     ) -> None:
         moto_transactions.install()
         moto_queries.install()
+        moto_deployment.install()
         self._host = host
-        self.faults = AwsFaultInjector(_Serialized(DomainDispatcherApplication(create_backend_app)), faults, fault_seed)
+        moto = moto_deployment.AccountSettings(DomainDispatcherApplication(create_backend_app))
+        self.faults = AwsFaultInjector(_Serialized(moto), faults, fault_seed)
         app = self.faults
         self._server: BaseWSGIServer = make_server(host, port, app, threaded=True, request_handler=_QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)

@@ -73,7 +73,11 @@ def local_target(endpoint_url: str, region: str, api_url: str, loans_api_url: st
 def stack_target(stack_name: str, region: str) -> Target:
     """A deployed stack, found through its outputs; its APIs take SigV4-signed requests."""
     stacks = aws.client("cloudformation", region, None).describe_stacks(StackName=stack_name)["Stacks"]
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+    return target_from_outputs({o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}, region)
+
+
+def target_from_outputs(outputs: dict[str, str], region: str) -> Target:
+    """The system a stack's outputs name."""
     return Target(
         region,
         None,

@@ -1,0 +1,223 @@
+"""`saga verify --stack` as a user runs it after `cdk deploy`, against a deployment on this machine
+(tests/e2e/deployed_stack.py): the local runtime behind API Gateway's IAM check, and moto's
+CloudFormation, Lambda, CloudWatch, Logs, SNS and API Gateway account settings around it. A sound
+stack passes every check (exit 0); each kind of breakage fails its own check by name (exit 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import urllib3
+
+from saga.local.runtime import LocalRuntime, RuntimeConfig
+from shared import aws
+from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
+from tests.system import free_port
+
+if TYPE_CHECKING:
+    from mypy_boto3_apigateway import APIGatewayClient
+    from mypy_boto3_apigateway.type_defs import PatchOperationTypeDef
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_sqs import SQSClient
+
+pytestmark = pytest.mark.slow
+
+
+class Deployment:
+    def __init__(self, runtime: LocalRuntime, gateways: dict[str, IamGateway]) -> None:
+        assert runtime.resources is not None
+        self.resources = runtime.resources
+        self.gateways = gateways
+        self.endpoint = self.resources.endpoint_url
+        self.orchestrator_url = runtime.urls["orchestrator"]
+
+    def apigateway(self) -> APIGatewayClient:
+        return aws.client("apigateway", REGION, self.endpoint)
+
+    def cloudwatch(self) -> CloudWatchClient:
+        return aws.client("cloudwatch", REGION, self.endpoint)
+
+    def sqs(self) -> SQSClient:
+        return aws.client("sqs", REGION, self.endpoint)
+
+    def stack(self, name: str, **differences: Any) -> str:
+        """A stack deployed next to the runtime; `differences` from a sound one (StackSpec)."""
+        apis = {name: gateway.url for name, gateway in self.gateways.items()}
+        deploy(StackSpec(name, **differences), self.resources, apis)
+        return name
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`saga verify ARGS` as a user runs it, against this machine's endpoint."""
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
+        environment["AWS_ENDPOINT_URL"] = self.endpoint
+        command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", "20", *args]
+        return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=180, check=False)
+
+    def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
+        """`saga verify --stack STACK --json`: its exit code, and each check's outcome by name."""
+        done = self.run("--stack", stack, "--json")
+        report = json.loads(done.stdout)
+        assert report["ok"] is (done.returncode == 0), done.stderr
+        return done.returncode, {check["check"]: check for check in report["checks"]}
+
+
+LOGGING_ROLE = "arn:aws:iam::000000000000:role/apigw-logs"
+
+
+def set_logging_role(deployment: Deployment, role: str) -> None:
+    """The account's API Gateway CloudWatch role, as `aws apigateway update-account` sets it."""
+    operation: PatchOperationTypeDef = {"op": "replace", "path": "/cloudwatchRoleArn", "value": role}
+    deployment.apigateway().update_account(patchOperations=[operation])
+
+
+@pytest.fixture(scope="module")
+def deployment() -> Iterator[Deployment]:
+    config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port())
+    runtime = LocalRuntime(config).start()
+    urls = runtime.urls
+    gateways = {
+        "orchestrator": IamGateway(urls["orchestrator"], {os.environ["AWS_ACCESS_KEY_ID"]}),
+        "loans-api": IamGateway(urls["loans-api"], {ORCHESTRATOR_KEY}),
+    }
+    for gateway in gateways.values():
+        threading.Thread(target=gateway.serve_forever, daemon=True).start()
+    found = Deployment(runtime, gateways)
+    set_logging_role(found, LOGGING_ROLE)
+    try:
+        yield found
+    finally:
+        for gateway in gateways.values():
+            gateway.shutdown()
+            gateway.server_close()
+        runtime.stop()
+
+
+def failed(checks: dict[str, Any]) -> set[str]:
+    return {name for name, check in checks.items() if not check["ok"]}
+
+
+def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(deployment):
+    # Given a stack deployed as the code builds it
+    stack = deployment.stack("Sound")
+    # When the user runs saga verify
+    code, checks = deployment.verify(stack)
+    # Then every check holds, and it exits 0
+    assert failed(checks) == set(), checks
+    assert code == 0
+    assert "512 ms" in checks["functions"]["detail"]  # the cold start read from the REPORT lines
+    # the consumer's mapping scales to 10, and one each for the 5 other functions
+    assert "needs up to 15" in checks["lambda-concurrency"]["detail"]
+    # its journey is labelled as verification and left final
+    journey_id = re.search(r"journey (\S+) ", checks["signed-journey"]["detail"])
+    assert journey_id, checks["signed-journey"]
+    record = json.loads(urllib3.request("GET", f"{deployment.orchestrator_url}/journeys/{journey_id[1]}").data)
+    assert record["currentState"] == "disbursed"
+    assert record["customerId"].startswith("saga-verify-")
+    assert "reached the alarm topic" in checks["alarm-path"]["detail"]
+    assert "written only when it happens" in checks["dashboard-metrics"]["detail"]
+    # and the alarm it set off is back where it was, its test queue gone
+    alarm = deployment.cloudwatch().describe_alarms(AlarmNamePrefix="Sound-")["MetricAlarms"]
+    assert alarm[0]["StateValue"] != "ALARM"
+    assert not [q for q in deployment.sqs().list_queues().get("QueueUrls", []) if "saga-verify" in q]
+
+
+def test_an_account_without_api_gateways_logging_role_fails_that_check(deployment):
+    stack = deployment.stack("NoLoggingRole")
+    set_logging_role(deployment, "")
+    try:
+        code, checks = deployment.verify(stack)
+    finally:
+        set_logging_role(deployment, LOGGING_ROLE)
+    assert failed(checks) == {"api-gateway-logging-role"}
+    assert code == 1
+    assert "update-account" in checks["api-gateway-logging-role"]["next"]
+
+
+def test_a_consumer_scaling_past_what_the_account_leaves_unreserved_fails_the_concurrency_check(deployment):
+    # Given an account of 1,000 (saga/local/moto_deployment.py) and a consumer that scales to all of it
+    code, checks = deployment.verify(deployment.stack("Greedy", consumer_concurrency=1000))
+    assert failed(checks) == {"lambda-concurrency"}
+    assert code == 1
+    assert "may run 1005 at once" in checks["lambda-concurrency"]["detail"]
+
+
+def test_a_disabled_relay_mapping_fails_the_event_source_check(deployment):
+    code, checks = deployment.verify(deployment.stack("Disabled", relay_mapping_enabled=False))
+    assert failed(checks) == {"event-source-mappings"}
+    assert code == 1
+    assert "Disabled" in checks["event-source-mappings"]["detail"]
+
+
+def test_a_function_on_the_wrong_architecture_fails_the_functions_check(deployment):
+    code, checks = deployment.verify(deployment.stack("X86", architecture="x86_64"))
+    assert failed(checks) == {"functions"}
+    assert code == 1
+    assert "relay: architecture x86_64 (expected arm64)" in checks["functions"]["detail"]
+
+
+def test_a_message_in_the_dlq_fails_the_queues_check(deployment):
+    stack = deployment.stack("DlqNotEmpty")
+    sqs = deployment.sqs()
+    sqs.send_message(QueueUrl=deployment.resources.events_dlq_url, MessageBody="{}")
+    try:
+        code, checks = deployment.verify(stack)
+    finally:
+        sqs.purge_queue(QueueUrl=deployment.resources.events_dlq_url)
+    assert failed(checks) == {"queues-empty"}
+    assert code == 1
+    assert checks["queues-empty"]["detail"] == "events DLQ: 1"
+
+
+def test_an_orchestrator_open_to_unsigned_calls_fails_that_check(deployment):
+    stack = deployment.stack("Open")
+    deployment.gateways["orchestrator"].open = True
+    try:
+        code, checks = deployment.verify(stack)
+    finally:
+        deployment.gateways["orchestrator"].open = False
+    assert failed(checks) == {"unsigned-refused"}
+    assert code == 1
+
+
+def test_a_dashboard_metric_under_dimensions_nothing_writes_fails_the_metrics_check(deployment):
+    code, checks = deployment.verify(deployment.stack("WrongDimension", extra_metric_service="relays"))
+    assert failed(checks) == {"dashboard-metrics"}
+    assert code == 1
+    assert "LoanSaga/EventsPublished{service=relays}" in checks["dashboard-metrics"]["detail"]
+
+
+def test_a_loans_api_open_to_any_signer_fails_that_check(deployment):
+    stack = deployment.stack("LoansOpen")
+    deployment.gateways["loans-api"].open = True
+    try:
+        code, checks = deployment.verify(stack)
+    finally:
+        deployment.gateways["loans-api"].open = False
+    assert failed(checks) == {"loans-api-refused"}
+    assert code == 1
+
+
+def test_for_a_human_each_failed_check_is_a_fail_line_with_what_to_do_next(deployment):
+    done = deployment.run("--stack", deployment.stack("ForHumans", architecture="x86_64"))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("FAIL functions: relay: architecture x86_64") for line in lines), done.stdout
+    assert any(line.startswith("ok   signed-journey: journey ") for line in lines), done.stdout
+    assert "     next: redeploy with `npx cdk deploy`" in done.stdout
+    assert lines[-1] == "ForHumans: 1 check(s) failed: functions"
+
+
+def test_a_stack_that_cannot_be_read_exits_2_with_a_problem_document(deployment):
+    done = deployment.run("--stack", "NoSuchStack", "--json")
+    assert done.returncode == 2
+    problem = json.loads(done.stdout)
+    assert (problem["status"], problem["title"]) == (503, "cannot read the stack")
+    assert "NoSuchStack" in done.stderr
