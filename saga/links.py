@@ -17,3 +17,12 @@ def link_body(record: Mapping[str, Any], name: str) -> dict[str, Any] | None:
     """The body the record's `name` link carries (None when the link is absent or the agent chooses it)."""
     found = link(record, name)
     return None if found is None else found.get("body")
+
+
+def naming(record: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The body that names what `record` holds for accept (its quote) or disburse (its acceptance), also
+    where the link is gone because it is done (a repeat names the same); {} where the record holds none.
+    `record` may be a Control Record or an event (its `snapshot`)."""
+    part = "simulation" if name == "accept" else "acceptance"
+    held = record.get(part) or (record.get("snapshot") or {}).get(part)
+    return {} if not held else {f"{part}Id": held[f"{part}Id"]}

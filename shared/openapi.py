@@ -53,7 +53,10 @@ def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
         400: "Malformed JSON (or nested deeper than 32 levels), or a missing/invalid header. Fix the request.",
         404: "Not found.",
         405: "The path exists, but not for this method (see the Allow header).",
-        409: "Not allowed in the current state.",
+        409: "Not allowed in the current state (`illegal-transition`), or not on what the request names: the quote "
+        "or acceptance it names is not the journey's current one (`stale-simulation`, `stale-acceptance`: the "
+        "problem carries the current one and `availableActions`), or the journey has had all its quotes "
+        "(`quotes-exhausted`). Nothing was done.",
         412: "The journey's ledger moved since the command was decided (Expected-Ledger-Seq); nothing was done.",
         413: "Body larger than 64 KiB.",
         415: "Body sent with a content type other than application/json.",

@@ -20,6 +20,7 @@ import urllib3
 
 from saga.faultproxy.client import ToxiproxyClient
 from saga.faultproxy.server import FaultProxyServer
+from saga.links import naming
 
 LOANS_PROXY = "loans-api"
 
@@ -71,6 +72,13 @@ class System:
             method, self.api_url + path, body, {k.replace("_", "-"): v for k, v in headers.items()}
         )
         return status, payload
+
+    def command(self, journey_id: str, name: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+        """The agent's command `name` on the journey; accept and disburse without a `body` name what the
+        record holds now (read first, as an agent that follows the journey's links would)."""
+        if body is None and name in ("accept", "disburse"):
+            body = naming(self.api("GET", f"/journeys/{journey_id}")[1], name)
+        return self.api("POST", f"/journeys/{journey_id}/{name}", body, **headers)
 
     def truth(self, journey_id: str) -> Any:
         status, payload, _ = self.call("GET", f"{self.loans_url}/journeys/{journey_id}")

@@ -27,6 +27,7 @@ class Tally:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     statuses: Counter[str] = field(default_factory=Counter)
+    refusals: Counter[str] = field(default_factory=Counter)  # 409s and 422s by problem type
     violations: list[str] = field(default_factory=list)
     # per journey: what was asked (for the duplicate bound) and what was acknowledged (for "lost")
     asked: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
@@ -34,6 +35,22 @@ class Tally:
     keys_seen: set[tuple[str, str]] = field(default_factory=set)
     retried_5xx: int = 0
     unconverged: int = 0
+    # per journey: the newest Control Record any agent has read (what accept and disburse name)
+    last_read: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def read(self, journey_id: str, record: dict[str, Any]) -> None:
+        with self.lock:
+            if record.get("version", -1) >= self.last_read.get(journey_id, {}).get("version", -1):
+                self.last_read[journey_id] = record
+
+    def named(self, journey_id: str, command: str) -> dict[str, Any]:
+        """What an agent names for accept or disburse: the quote or the acceptance of the record it last
+        read ({} if it holds none): often stale while other agents race it, which loans-api refuses."""
+        with self.lock:
+            record = self.last_read.get(journey_id, {})
+        part = "simulation" if command == "accept" else "acceptance"
+        held = record.get(part)
+        return {} if not held else {f"{part}Id": held[f"{part}Id"]}
 
     def note(self, status: int) -> None:
         with self.lock:
@@ -51,8 +68,11 @@ class Agents:
         """One agent's command: retried while it answers a retryable 5xx, as an LLM told so would."""
         path = "/journeys" if command.name == "create" else f"/journeys/{journey_id}/{command.name}"
         headers = {} if command.key is None else {"Idempotency_Key": command.key}
+        body = command.body
+        if command.name in ("accept", "disburse"):
+            body = self.tally.named(journey_id, command.name)
         for attempt in range(self.tries):
-            status, payload = self.system.api("POST", path, command.body, **headers)
+            status, payload = self.system.api("POST", path, body, **headers)
             self.tally.note(status)
             if status < 500:
                 break
@@ -76,9 +96,15 @@ class Agents:
             with self.tally.lock:
                 if payload.get("lastAppliedEventId"):
                     self.tally.acknowledged[jid].add(payload["lastAppliedEventId"])
+            self.tally.read(jid, payload)
             return payload
-        reused = status == 422 and (payload or {}).get("type", "").endswith("idempotency-key-reused")
-        if status == 409 or reused:
+        problem = str((payload or {}).get("type", ""))
+        reused = status == 422 and problem.endswith("idempotency-key-reused")
+        # An agent whose last read held nothing to name (its simulate still unanswered) is told to name it.
+        unnamed = status == 422 and problem.endswith("validation") and body == {}
+        if status == 409 or reused or unnamed:
+            with self.tally.lock:
+                self.tally.refusals[problem.rsplit(":", 1)[-1] or f"http {status}"] += 1
             return payload
         self.violation(f"{command} on {journey_id}: {status} {payload}")
         return None

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from functions.orchestrator.settings import OrchestratorSettings
+from saga.links import naming
 from saga.ops.journeys import compare
 from tests.chaos.journeys import drained, journey, record_of
 from tests.system import LOANS_PROXY, System, running_system
@@ -90,15 +91,15 @@ def test_2_a_persistent_fault_is_503_then_the_backstop_and_the_agents_key_finish
 def test_3_a_disburse_with_every_reply_cut_is_503_then_a_new_call_disburses_once(system, clean_proxy):
     jid = journey(system)
     system.api("POST", f"/journeys/{jid}/simulate", SIMULATE)
-    system.api("POST", f"/journeys/{jid}/accept")
+    system.command(jid, "accept")
     cut_replies(system)
-    status, _ = system.api("POST", f"/journeys/{jid}/disburse")
+    status, _ = system.command(jid, "disburse")
     assert status == 503
     clean_proxy.remove_toxic(LOANS_PROXY, "cut")
-    status, record = system.api("POST", f"/journeys/{jid}/disburse")  # the agent tries again: a new call
+    status, record = system.command(jid, "disburse")  # the agent tries again: a new call
     assert status == 200
     assert record["currentState"] == "disbursed"
-    again_status, again = system.api("POST", f"/journeys/{jid}/disburse")
+    again_status, again = system.command(jid, "disburse")
     assert again_status == 200
     assert again["disbursement"] == record["disbursement"]
     truth = system.truth(jid)
@@ -156,16 +157,17 @@ class Agent:
     def run(self, index: int) -> str:
         record = self.call("POST", "/journeys", {"customerId": f"c-{index}"}, Idempotency_Key=f"create-{index}")
         jid = record["journeyId"]
-        self.call("POST", f"/journeys/{jid}/simulate", {"amount": 1000 + index, "termMonths": 12})
+        record = self.call("POST", f"/journeys/{jid}/simulate", {"amount": 1000 + index, "termMonths": 12})
         if index % 3 == 0:
-            self.call("POST", f"/journeys/{jid}/simulate", {"amount": 2000 + index, "termMonths": 24})
-        self.call("POST", f"/journeys/{jid}/accept")
+            record = self.call("POST", f"/journeys/{jid}/simulate", {"amount": 2000 + index, "termMonths": 24})
+        # accept and disburse name what the agent's last answer showed
+        record = self.call("POST", f"/journeys/{jid}/accept", naming(record, "accept"))
         if index % 5 == 0:
             self.call("POST", f"/journeys/{jid}/cancel")
         else:
-            self.call("POST", f"/journeys/{jid}/disburse")
+            record = self.call("POST", f"/journeys/{jid}/disburse", naming(record, "disburse"))
             if index % 4 == 0:
-                self.call("POST", f"/journeys/{jid}/disburse")  # an agent that repeats itself
+                self.call("POST", f"/journeys/{jid}/disburse", naming(record, "disburse"))  # it repeats itself
         return str(jid)
 
 

@@ -292,6 +292,7 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
         "agent commands (distinct)": sum(sum(c.values()) for jid, c in tally.asked.items() if jid),
         "agent HTTP calls": sum(tally.statuses.values()),
         "answers": counts(tally.statuses),
+        "refusals by problem type": counts(tally.refusals),
         "loans-api replies cut": cut,
         "AWS faults injected": counts(injected),
         "AWS faults total": sum(injected.values()),

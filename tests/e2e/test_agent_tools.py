@@ -76,11 +76,16 @@ def test_a_generated_client_runs_a_whole_journey_with_a_replay_and_a_409(system,
     terms = models.SimulateRequest(amount=1234.56, term_months=36)
     simulated = journeys.simulate_loan.sync(journey_id, client=client, body=terms, idempotency_key=str(uuid.uuid4()))
     assert simulated.simulation.amount == "1234.56"
-    journeys.accept_simulation.sync(journey_id, client=client)
-    disbursed = journeys.disburse_loan.sync(journey_id, client=client)
+    quote = models.AcceptRequest(simulation_id=simulated.simulation.simulation_id)
+    accepted = journeys.accept_simulation.sync(journey_id, client=client, body=quote)
+    payout = models.DisburseRequest(acceptance_id=accepted.acceptance.acceptance_id)
+    disbursed = journeys.disburse_loan.sync(journey_id, client=client, body=payout)
     assert disbursed.current_state.value == "disbursed"
+    # And an accept of a quote that is not the journey's is a typed 409 stale-simulation problem
+    stale = journeys.accept_simulation.sync_detailed(journey_id, client=client, body=models.AcceptRequest("other"))
+    assert stale.status_code == 409
     # And a cancel after that is a typed 409 problem with no actions
-    refused = journeys.cancel_journey.sync_detailed(journey_id, client=client)
+    refused = journeys.cancel_journey.sync_detailed(journey_id, client=client, body=models.CancelRequest())
     assert refused.status_code == 409
     assert refused.parsed.retryable is False
     assert refused.parsed.available_actions == []

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import urllib3
 
+from saga.links import link_body
 from saga.local.aws_faults import CONTROL_PATH, FaultRule
 from saga.ops.journeys import compare
 from shared.tables import JOURNEYS_TABLE, LOANS_TABLE
@@ -62,7 +63,8 @@ def test_loans_api_conflicts_and_lost_dynamodb_replies_are_invisible_to_the_agen
     aws_faults(service="dynamodb", operation="TransactWriteItems", kind="TransactionConflict", match=match, limit=2)
     aws_faults(service="dynamodb", operation="TransactWriteItems", kind="ReplyLost", match=match, limit=2)
     # When the agent simulates, accepts and disburses, Then each answers 200 and loans-api made each change once
-    for command, body in (("simulate", {"amount": 9000, "termMonths": 24}), ("accept", None), ("disburse", None)):
+    for command in ("simulate", "accept", "disburse"):
+        body = {"amount": 9000, "termMonths": 24} if command == "simulate" else link_body(record, command)
         status, record = system.api("POST", f"/journeys/{jid}/{command}", body)
         assert status == 200, record
     after = injected(system)

@@ -34,7 +34,7 @@ def journey_in(system, state: str) -> str:
     if state in ("simulated", "accepted"):
         assert system.api("POST", f"/journeys/{jid}/simulate", TERMS)[0] == 200
     if state == "accepted":
-        assert system.api("POST", f"/journeys/{jid}/accept")[0] == 200
+        assert system.command(jid, "accept")[0] == 200
     return jid
 
 
@@ -102,7 +102,7 @@ def test_one_key_with_different_amounts_at_once_is_one_quote_and_422s(system, cl
 def test_a_simulate_key_repeated_after_accept_is_a_replay_that_keeps_the_acceptance(system, clean_proxy):
     jid = journey_in(system, "created")
     assert system.api("POST", f"/journeys/{jid}/simulate", TERMS, Idempotency_Key="quote-1")[0] == 200
-    accepted = system.api("POST", f"/journeys/{jid}/accept")[1]
+    accepted = system.command(jid, "accept")[1]
     status, payload, headers = system.call(
         "POST", f"{system.api_url}/journeys/{jid}/simulate", {"amount": 1e4, "termMonths": 36},
         {"Idempotency-Key": "quote-1"},

@@ -21,7 +21,7 @@ def new_journey(system) -> dict:
 def follow(system, record: dict, name: str, body: dict | None = None) -> tuple[int, dict]:
     """Call the command through its HATEOAS link, as an agent would."""
     link = next(a for a in record["availableActions"] if a["name"] == name)
-    status, payload = system.api(link["method"], link["href"], body)
+    status, payload = system.api(link["method"], link["href"], link.get("body") if body is None else body)
     return status, payload
 
 

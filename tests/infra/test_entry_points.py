@@ -23,6 +23,7 @@ import pytest
 import urllib3
 
 from functions.orchestrator.settings import OrchestratorSettings
+from saga.links import naming
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import provision
@@ -91,13 +92,15 @@ def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
 
         terms = {"amount": 10000, "termMonths": 36}
         walked = agent("POST", "/journeys", {"customerId": "c-1"}, key=str(uuid.uuid4()))["journeyId"]
+        record: dict[str, Any] = {}
         for command in ("simulate", "accept", "disburse"):
-            agent("POST", f"/journeys/{walked}/{command}", terms if command == "simulate" else None)
+            body = terms if command == "simulate" else naming(record, command)
+            record = agent("POST", f"/journeys/{walked}/{command}", body)
         agent("GET", f"/journeys/{walked}")
         cancelled = agent("POST", "/journeys", {"customerId": "c-2"}, key=str(uuid.uuid4()))["journeyId"]
-        agent("POST", f"/journeys/{cancelled}/simulate", terms)
-        agent("POST", f"/journeys/{cancelled}/accept")
-        agent("POST", f"/journeys/{cancelled}/accept")  # a repeat on a live record: catches up with the ledger
+        quote = naming(agent("POST", f"/journeys/{cancelled}/simulate", terms), "accept")
+        agent("POST", f"/journeys/{cancelled}/accept", quote)
+        agent("POST", f"/journeys/{cancelled}/accept", quote)  # a repeat on a live record: catches up with the ledger
         agent("POST", f"/journeys/{cancelled}/cancel")
         # And loans-api commits one simulation whose reply never reaches the orchestrator (road 1 cut)
         unseen = agent("POST", "/journeys", {"customerId": "c-3"}, key=str(uuid.uuid4()))["journeyId"]

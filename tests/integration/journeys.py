@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from saga.links import naming
 from saga.local.inprocess import InProcessHttp
 from tests.support import ApiClient, json_of
 
@@ -19,21 +20,13 @@ def command(orchestrator: ApiClient, journey: dict, name: str, body: dict | None
     """The agent's command `name`; accept and disburse without a `body` name what the record shows now,
     as an agent that reads the journey first would (the body its link carries)."""
     if body is None and name in ("accept", "disburse"):
-        body = named_by(json_of(orchestrator.get(f"/journeys/{journey['journeyId']}")), name)
+        body = naming(json_of(orchestrator.get(f"/journeys/{journey['journeyId']}")), name)
     return orchestrator.post(f"/journeys/{journey['journeyId']}/{name}", body, **kwargs)
-
-
-def named_by(record: dict, name: str) -> dict:
-    """The body naming what `record` holds for `name`: its quote for accept, its acceptance for disburse
-    ({} when it holds none)."""
-    part = "simulation" if name == "accept" else "acceptance"
-    held = record.get(part) or record.get("snapshot", {}).get(part)
-    return {} if held is None else {f"{part}Id": held[f"{part}Id"]}
 
 
 def truth_names(loans_http: InProcessHttp, journey_id: str, name: str) -> dict:
     """The body naming what loans-api's ledger holds now (an agent that learned of it some other way)."""
-    return named_by(truth(loans_http, journey_id)["lastEvent"], name)
+    return naming(truth(loans_http, journey_id)["lastEvent"], name)
 
 
 def simulate(orchestrator: ApiClient, journey: dict, amount: int = 10000, term: int = 36, **kwargs):

@@ -34,6 +34,7 @@ from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
+from saga.links import naming
 from saga.local.inprocess import InProcessHttp
 from saga.local.pollers import StreamPoller
 from saga.local.resources import provision
@@ -42,7 +43,6 @@ from shared import aws
 from shared.dynamo import from_item
 from shared.idempotency import Receipt
 from tests.crashes import RelayDiesAfterPublish
-from tests.integration.journeys import named_by
 from tests.support import ApiClient, json_of, quiet_metrics
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class JourneyModel(RuleBasedStateMachine):
         self, journey: str, command: str, lost: str, body: dict[str, Any] | None = None, between: Any = None
     ) -> None:
         if body is None and command in ("accept", "disburse"):  # it names what its record shows (maybe stale)
-            body = named_by(json_of(self.orchestrator.get(f"/journeys/{journey}")), command)
+            body = naming(json_of(self.orchestrator.get(f"/journeys/{journey}")), command)
         self.loans_http.faults = list(FAULTS[lost])
         if between is not None:  # another command lands between this command's first two attempts
             self.loans_http.faults = [self.loans_http.faults[0] if self.loans_http.faults else "timeout", between]
