@@ -23,6 +23,7 @@ import anyio
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
+from saga.links import link_body
 from saga.openapi_tools import KEY_ARGUMENT
 from tests.e2e.fake_aws import REGION, FakeAws
 from tests.system import free_port
@@ -114,9 +115,12 @@ def test_an_agent_drives_a_whole_journey_through_saga_mcp(system):
             terms = {journey_arg: journey, **TERMS, KEY_ARGUMENT: f"mcp-e2e-{journey}"}
             seen["simulated"] = await session.call_tool("simulateLoan", terms)
             seen["replayed"] = await session.call_tool("simulateLoan", terms)
-            seen["accepted"] = await session.call_tool("acceptSimulation", {journey_arg: journey})
-            seen["disbursed"] = await session.call_tool("disburseLoan", {journey_arg: journey})
-            seen["disbursed again"] = await session.call_tool("disburseLoan", {journey_arg: journey})
+            # (accept and disburse name what the last result showed: the link's body, as the guidance spells it)
+            quote = link_body(seen["simulated"].structured_content, "accept") or {}
+            seen["accepted"] = await session.call_tool("acceptSimulation", {journey_arg: journey, **quote})
+            payout = link_body(seen["accepted"].structured_content, "disburse") or {}
+            seen["disbursed"] = await session.call_tool("disburseLoan", {journey_arg: journey, **payout})
+            seen["disbursed again"] = await session.call_tool("disburseLoan", {journey_arg: journey, **payout})
             seen["cancelled late"] = await session.call_tool("cancelJourney", {journey_arg: journey})
             seen["templates"] = (await session.list_resource_templates()).resource_templates
             seen["resources"] = (await session.list_resources()).resources
@@ -134,7 +138,11 @@ def test_an_agent_drives_a_whole_journey_through_saga_mcp(system):
         assert not result.is_error, result.content[0].text
         assert result.structured_content["currentState"] == state
         assert "next legal actions:" in result.content[0].text
-    assert "acceptSimulation(" in seen["simulated"].content[0].text
+    simulation_id = seen["simulated"].structured_content["simulation"]["simulationId"]
+    assert (
+        f"acceptSimulation({journey_arg}={journey!r}, simulationId={simulation_id!r})"
+        in seen["simulated"].content[0].text
+    )
     assert seen["disbursed"].structured_content["currentState"] == "disbursed"
     assert "no action is legal now" in seen["disbursed"].content[0].text
     # a command the state refuses is a tool error carrying the problem and what is legal instead
