@@ -82,7 +82,9 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         summary="Price a loan and make it the journey's active simulation",
         description="Called by the orchestrator's simulateLoan. "
         "In one transaction: the new simulation becomes ACTIVE, the previous one SUPERSEDED, and an "
-        "ACTIVE acceptance (if any) CANCELLED. 409 once the journey is cancelled or disbursed.",
+        "ACTIVE acceptance (if any) CANCELLED. 409 once the journey is cancelled or disbursed, or has had its quotes "
+        "(`quotes-exhausted`: at most `max_simulations_per_journey`, 100 by default; the event's snapshot says "
+        "`simulationsLeft`).",
     )
     def create_simulation(
         body: SimulationRequest,
@@ -162,7 +164,8 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         "/journeys/<journeyId>",
         operation_id="getJourneyTruth",
         summary="The journey's truth",
-        description="Read by operators (`saga journey show`): the journey's whole history. "
+        description="Read by operators (`saga journey show`): the journey's newest history, at most 50 simulations, "
+        "acceptances and events each (`olderOmitted` names the lists that leave older ones out), in five bounded reads. "
         "`state` (in the Control Record's vocabulary) and `lastEvent` come from the ledger: applying "
         "`lastEvent` brings any Control Record up to date. 404 while the journey has had no command.",
         responses={200: openapi.success("The journey's truth.", JourneyTruth), **openapi.problem_responses(404)},
