@@ -17,12 +17,12 @@ def _key(name: str) -> dynamodb.Attribute:
 class DataTables(Construct):
     """On-demand tables with point-in-time recovery and TTL; protected from deletion unless `dev`."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, dev: bool) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, dev: bool, removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
-        self.loans = self._table(LOANS_TABLE, dev)
-        self.journeys = self._table(JOURNEYS_TABLE, dev)
+        self.loans = self._table(LOANS_TABLE, dev, removal)
+        self.journeys = self._table(JOURNEYS_TABLE, dev, removal)
 
-    def _table(self, spec: TableSpec, dev: bool) -> dynamodb.Table:
+    def _table(self, spec: TableSpec, dev: bool, removal: RemovalPolicy) -> dynamodb.Table:
         table = dynamodb.Table(
             self,
             spec.logical_id,
@@ -35,7 +35,7 @@ class DataTables(Construct):
             time_to_live_attribute=spec.ttl_attribute,
             stream=dynamodb.StreamViewType.NEW_IMAGE if spec.stream_new_image else None,
             deletion_protection=not dev,
-            removal_policy=RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN,
+            removal_policy=removal,
         )
         for index in spec.indexes:
             table.add_global_secondary_index(

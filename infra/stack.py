@@ -3,7 +3,7 @@ the calls its code makes (infra/permissions.py) and the grants of what it publis
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -28,7 +28,7 @@ class LoanSagaStack(Stack):
         construct_id: str,
         *,
         dev: bool = False,
-        api_gateway_account_role: bool = False,
+        api_gateway_account_role: bool = True,
         alarm_email: str | None = None,
         capacity: Capacity = DEFAULT_CAPACITY,
         **kwargs: object,
@@ -36,15 +36,22 @@ class LoanSagaStack(Stack):
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         orchestrator_throttle, loans_throttle = throttles(capacity)
         retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
-        data = DataTables(self, "Data", dev=dev)
+        # What holds data (tables, queues, the key, logs) is kept when a production stack is deleted or
+        # replaces it, but not when its creation fails: a rolled-back first deploy leaves nothing behind
+        # that would block the retry. A dev stack removes everything.
+        keep = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+        data = DataTables(self, "Data", dev=dev, removal=keep)
         messaging = Messaging(self, "Messaging")
-        fns = SagaFunctions(self, "Functions", log_retention=retention, dev=dev)
+        for kept in (messaging.key, messaging.queue, messaging.dlq, messaging.relay_failures):
+            kept.apply_removal_policy(keep)
+        fns = SagaFunctions(self, "Functions", log_retention=retention, removal=keep)
         loans_api = ProxyApi(
             self,
             "LoansApi",
             name="loans",
             function=fns.loans_api,
             log_retention=retention,
+            log_removal=keep,
             throttle=loans_throttle,
             only_invoker=fns.orchestrator.role,
             description="loans-api: the system of record (internal: only the orchestrator calls it)",
@@ -55,10 +62,13 @@ class LoanSagaStack(Stack):
             name="orchestrator",
             function=fns.orchestrator,
             log_retention=retention,
+            log_removal=keep,
             throttle=orchestrator_throttle,
             description="The loan journey orchestrator: the agent-facing API",
         )
-        account_role = ApiGatewayAccountRole(self, "ApiGatewayAccount") if api_gateway_account_role else None
+        account_role = (
+            ApiGatewayAccountRole(self, "ApiGatewayAccount", log_removal=keep) if api_gateway_account_role else None
+        )
         if account_role is not None:
             account_role.must_precede(loans_api, orchestrator_api)
 

@@ -29,3 +29,4 @@ EVENTS_FAILED = "EventsFailed"
 JOURNEYS_OUT_OF_SYNC = "JourneysOutOfSync"
 OLDEST_OUT_OF_SYNC_AGE_SECONDS = "OldestOutOfSyncAgeSeconds"
 JOURNEYS_AUDITED = "JourneysAudited"
+LEASE_HELD = "LeaseHeld"  # a scheduled run that found another run holding its lease (shared/lease.py)
