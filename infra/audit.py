@@ -31,4 +31,4 @@ class JourneyAudit(Construct):
         function.add_environment("LOANS_TABLE_NAME", loans_table.table_name)
         function.add_environment("JOURNEYS_TABLE_NAME", journeys_table.table_name)
         purpose = "Compare the Control Records of recently changed journeys with loans-api's ledgers"
-        run_every(self, "AuditSchedule", AUDIT_EVERY, function, purpose)
+        self.schedule = run_every(self, "AuditSchedule", AUDIT_EVERY, function, purpose)

@@ -69,7 +69,7 @@ class EventSources(Construct):
             )
         )
         purpose = "Republish stale outbox events and report the outbox's age"
-        run_every(self, "SweepSchedule", SWEEP_EVERY, functions.sweeper, purpose)
+        self.sweep_schedule = run_every(self, "SweepSchedule", SWEEP_EVERY, functions.sweeper, purpose)
 
 
 def run_every(

@@ -3,7 +3,7 @@ environment, X-Ray active, JSON logs with a retention, timeouts that fit the ret
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -46,11 +46,13 @@ class SagaFunctions(Construct):
         self, scope: Construct, construct_id: str, *, log_retention: logs.RetentionDays, removal: RemovalPolicy
     ) -> None:
         super().__init__(scope, construct_id)
-        self._code = packaging.app_code()
+        # The runtime's Python compiles both assets; it is only looked for (and installed) when bundling.
+        interpreter = packaging.bytecode_interpreter(install=True) if Stack.of(self).bundling_required else None
+        self._code = packaging.app_code(interpreter)
         self._layer = lambda_.LayerVersion(
             self,
             "Dependencies",
-            code=packaging.dependencies_code(),
+            code=packaging.dependencies_code(interpreter),
             compatible_runtimes=[packaging.RUNTIME],
             compatible_architectures=[packaging.ARCHITECTURE],
             description="Runtime dependencies of the loan saga (requirements/lambda.txt, arm64 wheels, bytecode)",

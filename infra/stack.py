@@ -17,6 +17,7 @@ from infra.functions import SagaFunctions
 from infra.messaging import Messaging
 from infra.nag import acknowledge
 from infra.observability import Observability, Watched
+from shared import metric_names as names
 from shared import tables
 from shared.capacity import DEFAULT_CAPACITY, Capacity
 
@@ -100,10 +101,10 @@ class LoanSagaStack(Stack):
             outbox_worker.add_environment("EVENTS_TOPIC_ARN", messaging.topic.topic_arn)
             outbox_worker.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
 
-        EventSources(
+        road_2 = EventSources(
             self, "EventSources", loans_table=data.loans, functions=fns, messaging=messaging, capacity=capacity
         )
-        JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys)
+        audit = JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys)
         functions = {
             "orchestrator": fns.orchestrator,
             "loans-api": fns.loans_api,
@@ -116,7 +117,8 @@ class LoanSagaStack(Stack):
             self, "Observability", key=messaging.key, alarm_email=alarm_email,
             watched=Watched(functions=functions, apis={"orchestrator": orchestrator_api, "loans": loans_api},
                             queue=messaging.queue, dlq=messaging.dlq, relay_failures=messaging.relay_failures,
-                            relay=fns.relay),
+                            relay=fns.relay, schedules={names.SWEEPER: road_2.sweep_schedule,
+                                                        names.AUDITOR: audit.schedule}),
         )  # fmt: skip
 
         # The policy an agent's role attaches to call the orchestrator (and nothing else).
