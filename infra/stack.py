@@ -41,7 +41,7 @@ class LoanSagaStack(Stack):
         # replaces it, but not when its creation fails: a rolled-back first deploy leaves nothing behind
         # that would block the retry. A dev stack removes everything.
         keep = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
-        data = DataTables(self, "Data", dev=dev, removal=keep)
+        data = DataTables(self, "Data", removal=keep)
         messaging = Messaging(self, "Messaging")
         for kept in (messaging.key, messaging.queue, messaging.dlq, messaging.relay_failures):
             kept.apply_removal_policy(keep)

@@ -37,7 +37,7 @@ def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
         ("4XXError", 0.25),
         ("4XXError", 0.05),
         ("Latency", 10000),
-        ("Latency", 2000),  # loans-api: the orchestrator's per-attempt read timeout
+        ("Latency", 2500),  # loans-api: the orchestrator's per-attempt read timeout
         ("Errors", 0),
         (names.JOURNEYS_OUT_OF_SYNC, 0),
         (names.UNREADABLE_OUTBOX_ITEMS, 0),
