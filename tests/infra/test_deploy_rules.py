@@ -46,7 +46,7 @@ def variant_of_readme(request) -> Variant:
 
 
 @pytest.fixture
-def deployed(variant_of_readme) -> dict[str, Any]:
+def deployed(variant_of_readme: Variant) -> dict[str, Any]:
     return variant_of_readme.resources
 
 
