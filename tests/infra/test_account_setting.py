@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
@@ -80,7 +81,7 @@ def test_an_update_refused_for_another_reason_is_not_retried():
 
 
 @pytest.fixture
-def cloudformation() -> Any:
+def response_url() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A local stand-in for CloudFormation's pre-signed response URL: it keeps what was PUT."""
     received: list[dict[str, Any]] = []
 
@@ -104,8 +105,8 @@ def event(url: str, request_type: str = "Create") -> dict[str, Any]:
             "LogicalResourceId": "ApiGatewayAccountSetting", "ResourceProperties": {"RoleArn": OURS}}  # fmt: skip
 
 
-def test_the_handler_answers_cloudformation_with_what_it_did(cloudformation):
-    url, received = cloudformation
+def test_the_handler_answers_cloudformation_with_what_it_did(response_url):
+    url, received = response_url
     index.handler(event(url), None, api=FakeAccount())
     [answer] = received
     assert answer["Status"] == "SUCCESS"
@@ -114,8 +115,8 @@ def test_the_handler_answers_cloudformation_with_what_it_did(cloudformation):
         "stack", "request", "ApiGatewayAccountSetting")  # fmt: skip
 
 
-def test_a_failure_is_answered_as_failed_with_its_reason_not_left_hanging(cloudformation):
-    url, received = cloudformation
+def test_a_failure_is_answered_as_failed_with_its_reason_not_left_hanging(response_url):
+    url, received = response_url
 
     class Broken(FakeAccount):
         def get_account(self) -> dict[str, Any]:
