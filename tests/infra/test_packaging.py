@@ -48,7 +48,10 @@ def test_the_layer_installs_exactly_the_lock_as_arm64_wheels_for_lambdas_python(
 def test_the_lambda_lock_was_resolved_for_the_functions_runtime_and_platform():
     command = lock_command(packaging.LAMBDA_LOCK)
     assert command[command.index("--python-version") + 1] == packaging.PYTHON_VERSION
-    assert command[command.index("--python-platform") + 1] == "aarch64-manylinux2014"
+    # (the newest manylinux level the runtime loads: the resolver may pick a version whose only arm64
+    # wheels are manylinux_2_28, and pip installs it, test above)
+    assert command[command.index("--python-platform") + 1] == "aarch64-manylinux_2_34"
+    assert packaging.RUNTIME_GLIBC == (2, 34)
     assert "--generate-hashes" in command
     assert packaging.RUNTIME.name == f"python{packaging.PYTHON_VERSION}"
 
