@@ -190,7 +190,9 @@ class ApiGatewayAccountRole(Construct):
             "Setter",
             runtime=lambda_.Runtime.PYTHON_3_14,
             architecture=lambda_.Architecture.ARM_64,
-            code=lambda_.Code.from_asset(str(Path(__file__).parent / "account_setting")),
+            code=lambda_.Code.from_asset(
+                str(Path(__file__).parent / "account_setting"), exclude=["__pycache__", "*.pyc"]
+            ),
             handler="index.handler",
             timeout=Duration.minutes(2),
             role=setter_role,

@@ -120,7 +120,17 @@ class Leased:
         try:
             return work()
         finally:
+            self._release(holder)
+
+    def _release(self, holder: str) -> None:
+        """Free the lease for the next run. Best effort: should the write fail, the lease still expires
+        by itself (the next run or two find it held and do nothing), which is no reason to fail this run."""
+        try:
             self._store.release(holder, self._clock())
+        except Exception:
+            logger.warning(
+                "the lease could not be released: it expires by itself", extra={"job": self._job}, exc_info=True
+            )
 
 
 def _millis(moment: datetime) -> int:

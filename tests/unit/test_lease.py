@@ -102,3 +102,18 @@ def test_a_run_never_frees_a_lease_another_run_has_taken_over():
     # When run-1 releases late, Then run-2 keeps it
     lease.release("run-1", NOW)
     assert lease.current == Lease("run-2", NOW + MINUTE)
+
+
+def test_a_release_that_fails_does_not_fail_the_run_the_lease_then_expires_by_itself():
+    # Given a lease whose release write fails (say, throttled)
+    class UnreleasableLease(FakeLease):
+        def release(self, holder: str, now: datetime) -> None:
+            raise RuntimeError("ProvisionedThroughputExceededException")
+
+    lease = UnreleasableLease()
+    runner, _ = leased(lease)
+    # When a run works under it, Then its work's result stands
+    assert runner.run(lambda: "report") == "report"
+    # And the lease is held until its expiry, no longer
+    assert not may_take(lease.current, "run-2", NOW)
+    assert may_take(lease.current, "run-2", NOW + MINUTE)
