@@ -25,7 +25,7 @@ install: $(STAMP)
 # layer leaves them out (infra/packaging.py says why). The flags here are checked by tests/infra.
 lock: install ## re-resolve both lock files from pyproject.toml (needs PyPI)
 	$(BIN)/uv pip compile --quiet pyproject.toml --generate-hashes --python-version 3.14 \
-		--python-platform aarch64-manylinux2014 --no-emit-package boto3 --no-emit-package botocore \
+		--python-platform aarch64-manylinux_2_34 --no-emit-package boto3 --no-emit-package botocore \
 		--no-emit-package s3transfer --no-emit-package python-dateutil --no-emit-package six -o $(LAMBDA_LOCK)
 	$(BIN)/uv pip compile --quiet pyproject.toml --extra dev --generate-hashes --universal --python-version 3.11 \
 		-c $(LAMBDA_LOCK) -o $(DEV_LOCK)

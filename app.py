@@ -3,8 +3,8 @@
 
 Context flags: `-c dev=true` for a stack that can be torn down (tables and logs are destroyed with it);
 `-c skipBundling=true` to synthesize without packaging (offline; what `make synth` and the tests do);
-`-c stackName=NAME` to deploy more than one copy; `-c apiGatewayAccountRole=true` to set API Gateway's
-account-wide CloudWatch role (once per account and region, where none is set; see README);
+`-c stackName=NAME` to deploy more than one copy; `-c apiGatewayAccountRole=false` to leave API Gateway's
+account-wide CloudWatch role alone (by default the stack sets it where none is set, never over one; see README);
 `-c alarmEmail=ADDRESS` to subscribe an address to the alarms; `-c targetJourneysPerSecond=N` to size the
 pending index's shards, the agent API's throttle, the consumer's concurrency and the relay's
 parallelization factor for N journeys per second (shared/capacity.py, docs/SCALE.md; default 20)."""
@@ -20,8 +20,9 @@ from infra.stack import LoanSagaStack
 from shared.capacity import DEFAULT_TARGET_JOURNEYS_PER_SECOND, derive
 
 
-def _flag(app: cdk.App, name: str) -> bool:
-    return str(app.node.try_get_context(name)).lower() == "true"
+def _flag(app: cdk.App, name: str, default: bool = False) -> bool:
+    value = app.node.try_get_context(name)
+    return default if value is None else str(value).lower() == "true"
 
 
 def build_app(app: cdk.App | None = None) -> tuple[cdk.App, LoanSagaStack]:
@@ -35,7 +36,7 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, LoanSagaStack]:
         app,
         str(app.node.try_get_context("stackName") or "LoanSaga"),
         dev=dev,
-        api_gateway_account_role=_flag(app, "apiGatewayAccountRole"),
+        api_gateway_account_role=_flag(app, "apiGatewayAccountRole", default=True),
         alarm_email=app.node.try_get_context("alarmEmail") or None,
         capacity=derive(target),
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),

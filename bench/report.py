@@ -282,8 +282,11 @@ def _cold_start(measured: Mapping[str, Any]) -> dict[str, str]:
     first = cold["firstRequest"]
     missed = [name for name in functions if ratio(name, "pyc") > COLD_START_RATIO_GOAL]
     cold_answer_ms = init["loans-api"]["pyc"] + first["loans-api"]["ms"]
+    # The read timeout is judged against the slower deploy: assets without bytecode (no python3.14 when
+    # bundling, infra/packaging.py) compile every import at the cold start.
+    cold_answer_source_ms = init["loans-api"]["source"] + first["loans-api"]["ms"]
     read_timeout = float(measured["loansReadTimeoutSeconds"])
-    multiple = 1000 * read_timeout / cold_answer_ms
+    multiple = 1000 * read_timeout / cold_answer_source_ms
     beyond = cold["beyondFloorMs"]
     missed_paragraph = (
         f"Missed (> {COLD_START_RATIO_GOAL}x): "
@@ -299,6 +302,7 @@ def _cold_start(measured: Mapping[str, Any]) -> dict[str, str]:
             for name, request in first.items()
         ),
         "cold_answer_ms": f"{cold_answer_ms:.0f}",
+        "cold_answer_source_ms": f"{cold_answer_source_ms:.0f}",
         "read_timeout_s": f"{read_timeout:.1f}",
         "read_timeout_multiple": f"{multiple:.1f}",
         "read_timeout_verdict": "enough" if multiple >= READ_TIMEOUT_GOAL_MULTIPLE else "TOO TIGHT",

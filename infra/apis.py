@@ -1,12 +1,13 @@
 """Two REST APIs with IAM authorization on every method: the orchestrator for the agent, loans-api
 internal (a resource policy lets only the orchestrator's role invoke it). Access and error logs,
-throttling, tracing; and, opt-in, the account-wide role API Gateway needs to write any log."""
+throttling, tracing; and the account-wide role API Gateway needs to write any log, set where unset."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -57,11 +58,12 @@ class ProxyApi(Construct):
         function: lambda_.IFunction,
         description: str,
         log_retention: logs.RetentionDays,
+        log_removal: RemovalPolicy,
         throttle: Throttle,
         only_invoker: iam.IRole | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention)
+        access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention, removal_policy=log_removal)
         self.api = apigw.RestApi(
             self,
             "Api",
@@ -92,6 +94,7 @@ class ProxyApi(Construct):
             "ExecutionLogs",
             log_group_name=f"API-Gateway-Execution-Logs_{self.api.rest_api_id}/{STAGE}",
             retention=log_retention,
+            removal_policy=log_removal,
         )
         self.api.deployment_stage.node.add_dependency(execution_logs)
         # No gateway request validator: the function validates every body (pydantic) and answers the
@@ -128,14 +131,17 @@ def _only(role: iam.IRole) -> iam.PolicyDocument:
 
 
 class ApiGatewayAccountRole(Construct):
-    """The role API Gateway uses to write CloudWatch logs, set for the whole account and region.
+    """The role API Gateway uses to write CloudWatch logs, for the whole account and region, set only
+    where none is set yet.
 
-    It is an account setting, not this stack's: every API in the region uses it, so the role and the
-    setting are kept when the stack is deleted. Deploy it once (`-c apiGatewayAccountRole=true`) where
-    `aws apigateway get-account` shows no `cloudwatchRoleArn`; otherwise the stages' logging fails with
-    "CloudWatch Logs role ARN must be set in account settings"."""
+    It is an account setting, not this stack's: every API in the region uses it. A custom resource
+    (infra/account_setting/index.py) reads the account's setting and sets this role only when it is
+    empty, so a role the account already has is never overwritten; on delete it leaves the setting (and
+    the role, which the setting may point at) in place. Without it the stages' logging fails with
+    "CloudWatch Logs role ARN must be set in account settings". `-c apiGatewayAccountRole=false` leaves
+    it out (for accounts whose setting is managed elsewhere)."""
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, log_removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(
@@ -163,11 +169,45 @@ class ApiGatewayAccountRole(Construct):
                 )
             },
         )
-        self.role.apply_removal_policy(RemovalPolicy.RETAIN)
-        self.account = apigw.CfnAccount(self, "Account", cloud_watch_role_arn=self.role.role_arn)
-        self.account.apply_removal_policy(RemovalPolicy.RETAIN)
+        # Kept on delete (the account's setting may point at it), removed when its creation rolls back.
+        self.role.apply_removal_policy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
+        account = f"arn:{stack.partition}:apigateway:{stack.region}::/account"
+        setter_role = iam.Role(
+            self,
+            "SetterRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Sets API Gateway's account CloudWatch role where none is set",
+        )
+        setter_role.add_to_policy(iam.PolicyStatement(actions=["apigateway:GET", "apigateway:PATCH"],
+                                                      resources=[account]))  # fmt: skip
+        setter_role.add_to_policy(iam.PolicyStatement(actions=["iam:PassRole"], resources=[self.role.role_arn]))
+        setter_logs = logs.LogGroup(
+            self, "SetterLogs", retention=logs.RetentionDays.ONE_WEEK, removal_policy=log_removal
+        )
+        setter_logs.grant_write(setter_role)
+        self.setter = lambda_.Function(
+            self,
+            "Setter",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            architecture=lambda_.Architecture.ARM_64,
+            code=lambda_.Code.from_asset(
+                str(Path(__file__).parent / "account_setting"), exclude=["__pycache__", "*.pyc"]
+            ),
+            handler="index.handler",
+            timeout=Duration.minutes(2),
+            role=setter_role,
+            log_group=setter_logs,
+            description="loan saga: sets API Gateway's account CloudWatch role where none is set",
+        )
+        self.setting = CustomResource(
+            self,
+            "Setting",
+            service_token=self.setter.function_arn,
+            resource_type="Custom::ApiGatewayAccountCloudWatchRole",
+            properties={"RoleArn": self.role.role_arn},
+        )
 
     def must_precede(self, *apis: ProxyApi) -> None:
-        """The stages' logging settings are refused until the account has the role."""
+        """The stages' logging settings are refused until the account has a role."""
         for api in apis:
-            api.api.deployment_stage.node.add_dependency(self.account)
+            api.api.deployment_stage.node.add_dependency(self.setting)

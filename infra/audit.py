@@ -6,14 +6,15 @@ makes (infra/permissions.py), granted by the stack."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.event_sources import run_every
+from infra.functions import SCHEDULED
+from shared import metric_names as names
 
-AUDIT_EVERY = Duration.minutes(5)
+AUDIT_EVERY = SCHEDULED[names.AUDITOR]
 
 
 class JourneyAudit(Construct):
@@ -30,4 +31,4 @@ class JourneyAudit(Construct):
         function.add_environment("LOANS_TABLE_NAME", loans_table.table_name)
         function.add_environment("JOURNEYS_TABLE_NAME", journeys_table.table_name)
         purpose = "Compare the Control Records of recently changed journeys with loans-api's ledgers"
-        run_every(self, "AuditSchedule", AUDIT_EVERY, function, purpose)
+        self.schedule = run_every(self, "AuditSchedule", AUDIT_EVERY, function, purpose)

@@ -15,14 +15,19 @@ def _key(name: str) -> dynamodb.Attribute:
 
 
 class DataTables(Construct):
-    """On-demand tables with point-in-time recovery and TTL; protected from deletion unless `dev`."""
+    """On-demand tables with point-in-time recovery and TTL, removed as `removal` says (the stack keeps a
+    production stack's on delete and replacement, and not after a failed creation).
 
-    def __init__(self, scope: Construct, construct_id: str, *, dev: bool) -> None:
+    No deletion protection in the template: CloudFormation could not delete a protected table when a
+    first deploy rolls back, and a retained table survives `cdk destroy` anyway. An operator protects
+    them from a direct DeleteTable once the stack is up (README, "Deploy to AWS")."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
-        self.loans = self._table(LOANS_TABLE, dev)
-        self.journeys = self._table(JOURNEYS_TABLE, dev)
+        self.loans = self._table(LOANS_TABLE, removal)
+        self.journeys = self._table(JOURNEYS_TABLE, removal)
 
-    def _table(self, spec: TableSpec, dev: bool) -> dynamodb.Table:
+    def _table(self, spec: TableSpec, removal: RemovalPolicy) -> dynamodb.Table:
         table = dynamodb.Table(
             self,
             spec.logical_id,
@@ -34,8 +39,7 @@ class DataTables(Construct):
             ),
             time_to_live_attribute=spec.ttl_attribute,
             stream=dynamodb.StreamViewType.NEW_IMAGE if spec.stream_new_image else None,
-            deletion_protection=not dev,
-            removal_policy=RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN,
+            removal_policy=removal,
         )
         for index in spec.indexes:
             table.add_global_secondary_index(

@@ -11,15 +11,16 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
-from infra.functions import SagaFunctions
+from infra.functions import SCHEDULED, SagaFunctions
 from infra.messaging import Messaging
+from shared import metric_names as names
 from shared.capacity import DEFAULT_CAPACITY, Capacity
 from shared.outbox import EVENT_PREFIX
 
 RELAY_BATCH_SIZE = 100
 RELAY_RETRIES = 5
 CONSUMER_BATCH_SIZE = 10
-SWEEP_EVERY = Duration.minutes(1)
+SWEEP_EVERY = SCHEDULED[names.SWEEPER]
 
 
 class EventSources(Construct):
@@ -68,17 +69,18 @@ class EventSources(Construct):
             )
         )
         purpose = "Republish stale outbox events and report the outbox's age"
-        run_every(self, "SweepSchedule", SWEEP_EVERY, functions.sweeper, purpose)
+        self.sweep_schedule = run_every(self, "SweepSchedule", SWEEP_EVERY, functions.sweeper, purpose)
 
 
 def run_every(
     scope: Construct, construct_id: str, rate: Duration, function: lambda_.IFunction, description: str
 ) -> events.Rule:
-    """An EventBridge schedule that invokes `function` every `rate` (the sweeper's, the audit's)."""
+    """An EventBridge schedule that invokes `function` every `rate` (the sweeper's, the audit's). A run
+    that cannot be delivered is not retried and not kept past `rate`: the next one is due by then."""
     return events.Rule(
         scope,
         construct_id,
         schedule=events.Schedule.rate(rate),
-        targets=[targets.LambdaFunction(function)],
+        targets=[targets.LambdaFunction(function, retry_attempts=0, max_event_age=rate)],
         description=description,
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -32,6 +33,12 @@ EVENTS_QUEUE_AGE_ALARM_SECONDS = 300
 API_5XX_RATE_ALARM = 0.01
 # The audit runs every 5 minutes (infra/audit.py): its metrics are read over the same period.
 AUDIT_PERIOD = Duration.minutes(5)
+# A scheduled function is silent when its schedule fired and no run reported, this many periods in a
+# row: a few missed runs, not one late report (and nothing at all before the schedule first fires).
+SILENT_PERIODS = {names.SWEEPER: 5, names.AUDITOR: 3}
+# API latency pages when the p99 is over its limit for this many 5-minute periods in a row: a cold start
+# (a second or two, BENCHMARKS.md section 5) is one slow request, not a slow API.
+LATENCY_PERIODS = 3
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ class Watched:
     dlq: sqs.Queue
     relay_failures: sqs.Queue
     relay: lambda_.Function
+    # The schedules of the sweeper and the auditor, by service.
+    schedules: dict[str, events.Rule]
 
 
 def saga_metric(service: str, name: str, statistic: str = "Sum") -> cw.Metric:
@@ -159,9 +168,8 @@ class Observability(Construct):
             "OutboxTooOld",
             oldest_pending,
             OUTBOX_AGE_ALARM_SECONDS,
-            "An outbox event has been PENDING for over 5 minutes, or the sweeper stopped reporting (no data is "
-            "breaching): road 2 may be stuck.",
-            missing=cw.TreatMissingData.BREACHING,
+            "An outbox event has been PENDING for over 5 minutes: road 2 may be stuck. (A sweeper that stopped "
+            "reporting is SweeperSilent.)",
         )
         self._alarm(
             "EventsQueueTooOld",
@@ -187,9 +195,32 @@ class Observability(Construct):
             0,
             "A Control Record disagrees with loans-api past the grace period: `saga audit` lists it, says "
             "which road should have brought it, and repairs it with --repair where that is mechanical. "
-            "Missing data breaches too: the audit reports every run, so silence means it stopped.",
-            missing=cw.TreatMissingData.BREACHING,
+            "(An audit that stopped reporting is AuditorSilent.)",
         )
+        # Missing data cannot say "stopped": before the first run it only means "not yet". A silent run is
+        # one the schedule fired (EventBridge's TriggeredRules) that reported nothing (the metric every
+        # run emits): a new deploy has neither, a throttled, crashing or stuck run has the first only.
+        for service, reported, period in (
+            (names.SWEEPER, oldest_pending, PERIOD),
+            (names.AUDITOR, saga_metric(names.AUDITOR, names.JOURNEYS_AUDITED), AUDIT_PERIOD),
+        ):
+            rule = w.schedules[service]
+            fired = cw.Metric(namespace="AWS/Events", metric_name="TriggeredRules",
+                              dimensions_map={"RuleName": rule.rule_name}, statistic="Sum", period=period)  # fmt: skip
+            self._alarm(
+                f"{service.capitalize()}Silent",
+                cw.MathExpression(
+                    expression="FILL(fired, 0) - FILL(reported, 0)",
+                    using_metrics={"fired": fired, "reported": reported.with_(statistic="SampleCount", period=period)},
+                    label=f"{service} runs scheduled but not reported",
+                    period=period,
+                ),
+                0,
+                f"The {service}'s schedule fired and no run reported, {SILENT_PERIODS[service]} periods in a row: "
+                f"its runs are throttled, failing before they report, or stuck. Read the {service} function's "
+                "logs and its Errors and Throttles alarms.",
+                periods=SILENT_PERIODS[service],
+            )
         self._alarm(
             "UnreadableOutboxItems",
             unreadable,
@@ -216,7 +247,9 @@ class Observability(Construct):
                 f"{name}Latency",
                 api.api.metric_latency(statistic="p99", period=five_minutes),
                 limits.p99_latency_ms,
-                f"The {name} API's p99 latency is over {limits.p99_latency_ms:.0f} ms.",
+                f"The {name} API's p99 latency has been over {limits.p99_latency_ms:.0f} ms for "
+                f"{LATENCY_PERIODS * 5} minutes.",
+                periods=LATENCY_PERIODS,
             )
         for name, fn in w.functions.items():
             self._alarm(
@@ -263,16 +296,19 @@ class Observability(Construct):
         metric: cw.IMetric,
         threshold: float,
         description: str,
-        missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING,
+        periods: int = 1,
     ) -> None:
+        """An alarm on `metric` over `threshold` for `periods` periods in a row. Missing data is never
+        breaching: no alarm here may page a stack that has not yet reported."""
         alarm = cw.Alarm(
             self,
             construct_id,
             metric=metric,
             threshold=threshold,
-            evaluation_periods=1,
+            evaluation_periods=periods,
+            datapoints_to_alarm=periods,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=missing,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
             alarm_description=description,
         )
         action = actions.SnsAction(self.alarm_topic)

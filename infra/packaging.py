@@ -1,12 +1,14 @@
-"""Docker-free Lambda packaging (docs/ARCHITECTURE.md, "Deploy"): the application code is copied,
-the dependencies are installed by pip from the lock file (requirements/lambda.txt: exact versions and
-hashes, resolved for Lambda's Python on arm64) into a layer, with bytecode compiled for that Python.
-Both run as CDK *local* bundling, so no Docker is needed; when CDK skips bundling (tests,
-`make synth`), nothing is downloaded and synthesis stays offline."""
+"""Docker-free Lambda packaging (docs/ARCHITECTURE.md, D12): the application code is copied, the
+dependencies are installed by pip from the lock file (requirements/lambda.txt: exact versions and
+hashes, resolved for Lambda's Python on arm64) into a layer, and both are compiled to bytecode by a
+Python of the runtime's version (found on the PATH or through uv, installed by uv when missing; without
+one, both ship sources and bundling says so). Both run as CDK *local* bundling, so no Docker is needed;
+when CDK skips bundling (tests, `make synth`), nothing is downloaded and synthesis stays offline."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -22,47 +24,67 @@ APP_PACKAGES = ("functions", "shared")
 PYTHON_VERSION = "3.14"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
-PIP_PLATFORM = "manylinux2014_aarch64"
+# python3.14 runs on Amazon Linux 2023, whose glibc is 2.34: a wheel for any manylinux level up to
+# that loads (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html). pip takes only the
+# levels it is given (it expands manylinux2014 to 2010 and 1, never to manylinux_2_x), so all are named.
+RUNTIME_GLIBC = (2, 34)
+PIP_PLATFORMS = (
+    "manylinux2014_aarch64",
+    *(f"manylinux_2_{minor}_aarch64" for minor in range(17, RUNTIME_GLIBC[1] + 1)),
+)
 # What the layer installs: written by `make lock`, which leaves out PROVIDED_BY_RUNTIME.
 LAMBDA_LOCK = ROOT / "requirements" / "lambda.txt"
 # Lambda's Python runtime ships boto3 with botocore and their dependencies. The layer's copy would
 # shadow the runtime's (layers come first on sys.path) and was 64 % of the layer (25 MB of 39 MB).
 PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "python-dateutil", "six")
-# Where Lambda unpacks a layer's `python/` folder: the path tracebacks should show.
+# Where Lambda unpacks a layer's `python/` folder and the function's code: the paths tracebacks show.
 LAYER_PYTHON_PATH = "/opt/python"
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache")
+TASK_PATH = "/var/task"
+_IGNORED_PATTERNS = ("__pycache__", "*.pyc", ".mypy_cache")
+_IGNORED = shutil.ignore_patterns(*_IGNORED_PATTERNS)
+NO_BYTECODE_WARNING = (
+    f"WARNING: no python{PYTHON_VERSION} found and uv could not install one (`uv python install "
+    f"{PYTHON_VERSION}` needs the network): the {{asset}} ships without bytecode, so each cold start compiles "
+    "what it imports (about twice the init time, BENCHMARKS.md section 5)."
+)
 # Never pulled: local bundling always succeeds or fails loudly, and CDK asks for an image anyway.
 _UNUSED_IMAGE = DockerImage.from_registry("public.ecr.aws/sam/build-python3.14")
 
 
 def pip_command(target: Path) -> list[str]:
     """pip installs exactly the lock (hash-checked, no resolution), as arm64 wheels for Lambda's Python."""
+    platforms = [flag for platform in PIP_PLATFORMS for flag in ("--platform", platform)]
     return [
         sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps", "--require-hashes",
-        "--target", str(target), "--platform", PIP_PLATFORM, "--implementation", "cp",
+        "--target", str(target), *platforms, "--implementation", "cp",
         "--python-version", PYTHON_VERSION, "--only-binary=:all:", "-r", str(LAMBDA_LOCK),
     ]  # fmt: skip
 
 
-def bytecode_interpreter() -> str | None:
-    """A Python of the runtime's version on this machine (PATH, or installed by `uv python install`).
+def bytecode_interpreter(install: bool = False) -> str | None:
+    """A Python of the runtime's version on this machine: on the PATH, or one uv manages; with `install`
+    (only when bundling: it may download), `uv python install` it when there is none.
 
     Bytecode is only usable by the interpreter version that wrote it, so the host's Python cannot
-    compile for Lambda's; without one the layer ships sources only (and says so at bundling)."""
-    return shutil.which(f"python{PYTHON_VERSION}") or _uv_python()
+    compile for Lambda's; without one the assets ship sources only (and bundling says so)."""
+    found = shutil.which(f"python{PYTHON_VERSION}") or _uv("find", "--no-project")
+    if found is None and install and _uv("install") is not None:
+        found = _uv("find", "--no-project")
+    return found
 
 
-def _uv_python() -> str | None:
+def _uv(*command: str) -> str | None:
+    """`uv python COMMAND... 3.14`'s output, or None when uv is missing or fails (offline, say)."""
     uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
     try:
         done = subprocess.run(  # noqa: S603 - fixed command
-            [uv, "python", "find", "--no-project", PYTHON_VERSION], capture_output=True, text=True, check=False
+            [uv, "python", *command, PYTHON_VERSION], capture_output=True, text=True, check=False, timeout=300
         )
-    except OSError:
+    except (OSError, subprocess.TimeoutExpired):
         return None
-    if done.returncode != 0 or not done.stdout.strip():
+    if done.returncode != 0:
         return None
-    return done.stdout.strip()
+    return done.stdout.strip() or command[0]
 
 
 def compile_command(interpreter: str, target: Path, shown_as: str = LAYER_PYTHON_PATH) -> list[str]:
@@ -75,17 +97,28 @@ def compile_command(interpreter: str, target: Path, shown_as: str = LAYER_PYTHON
     ]  # fmt: skip
 
 
+def app_files() -> list[Path]:
+    """Every file `copy_app` copies (relative to the root), in a stable order: what the asset holds."""
+    found: list[Path] = []
+    for package in APP_PACKAGES:
+        for directory, subdirectories, files in os.walk(ROOT / package):
+            ignored = _IGNORED(directory, [*subdirectories, *files])
+            subdirectories[:] = sorted(d for d in subdirectories if d not in ignored)
+            found += [Path(directory, name).relative_to(ROOT) for name in sorted(files) if name not in ignored]
+    return found
+
+
 def copy_app(output_dir: Path) -> None:
     for package in APP_PACKAGES:
         shutil.copytree(ROOT / package, output_dir / package, ignore=_IGNORED, dirs_exist_ok=True)
 
 
-def _source_hash() -> str:
-    digest = hashlib.sha256()
-    for package in APP_PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            digest.update(str(path.relative_to(ROOT)).encode())
-            digest.update(path.read_bytes())
+def app_hash(interpreter: str | None) -> str:
+    """The code asset's identity: every file it holds (names and contents), and whether it holds bytecode."""
+    digest = hashlib.sha256(b"bytecode\n" if interpreter else b"sources-only\n")
+    for path in app_files():
+        digest.update(str(path).encode() + b"\0")
+        digest.update((ROOT / path).read_bytes())
     return digest.hexdigest()
 
 
@@ -93,16 +126,28 @@ def dependencies_hash(interpreter: str | None) -> str:
     """The layer's identity: the lock's content (a new pin redeploys), the target, and whether it holds
     bytecode (a later deploy from a machine that can compile replaces a sources-only layer)."""
     digest = hashlib.sha256()
-    for part in (PIP_PLATFORM, PYTHON_VERSION, "bytecode" if interpreter else "sources-only"):
+    for part in (*PIP_PLATFORMS, PYTHON_VERSION, "bytecode" if interpreter else "sources-only"):
         digest.update(part.encode() + b"\n")
     digest.update(LAMBDA_LOCK.read_bytes())
     return digest.hexdigest()
 
 
+def compile_or_warn(interpreter: str | None, target: Path, shown_as: str, asset: str) -> None:
+    """Bytecode for `target` with the runtime's Python; without one, the warning (never a failed synth)."""
+    if interpreter:
+        subprocess.run(compile_command(interpreter, target, shown_as), check=True)  # noqa: S603 - fixed command
+    else:
+        print(NO_BYTECODE_WARNING.format(asset=asset), file=sys.stderr)  # the deployer must see this
+
+
 @jsii.implements(ILocalBundling)
 class _AppCode:
+    def __init__(self, interpreter: str | None) -> None:
+        self._interpreter = interpreter
+
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
         copy_app(Path(output_dir))
+        compile_or_warn(self._interpreter, Path(output_dir), TASK_PATH, "code asset")
         return True
 
 
@@ -114,30 +159,23 @@ class _Dependencies:
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
         target = Path(output_dir) / "python"
         subprocess.run(pip_command(target), check=True)  # noqa: S603 - fixed command
-        if self._interpreter:
-            subprocess.run(compile_command(self._interpreter, target), check=True)  # noqa: S603 - fixed command
-        else:
-            print(  # the deployer must see this while bundling
-                f"WARNING: no python{PYTHON_VERSION} found (`uv python install {PYTHON_VERSION}` provides one): "
-                "the layer ships without bytecode, so every cold start compiles its imports.",
-                file=sys.stderr,
-            )
+        compile_or_warn(self._interpreter, target, LAYER_PYTHON_PATH, "layer")
         return True
 
 
-def app_code() -> lambda_.Code:
-    """The functions' code: `functions/` and `shared/`, hashed by content."""
+def app_code(interpreter: str | None) -> lambda_.Code:
+    """The functions' code: `functions/` and `shared/` with bytecode when `interpreter` (the runtime's
+    Python) is given, hashed by exactly what it holds."""
     return lambda_.Code.from_asset(
         str(ROOT / "functions"),
         asset_hash_type=AssetHashType.CUSTOM,
-        asset_hash=_source_hash(),
-        bundling=BundlingOptions(image=_UNUSED_IMAGE, local=_AppCode()),
+        asset_hash=app_hash(interpreter),
+        bundling=BundlingOptions(image=_UNUSED_IMAGE, local=_AppCode(interpreter)),
     )
 
 
-def dependencies_code() -> lambda_.Code:
+def dependencies_code(interpreter: str | None) -> lambda_.Code:
     """The layer: the locked runtime dependencies as arm64 manylinux wheels, with bytecode when possible."""
-    interpreter = bytecode_interpreter()
     return lambda_.Code.from_asset(
         str(ROOT / "requirements"),
         asset_hash_type=AssetHashType.CUSTOM,

@@ -34,12 +34,15 @@ ORCHESTRATOR = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:PutItem"))
 CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem"))
 # The relay marks what it published; the sweeper finds what is still pending, oldest first.
 RELAY = TableCalls(on_table=("dynamodb:UpdateItem",))
-# The pending index holds keys only: the sweeper reads the items it found there whole (BatchGetItem).
+# The pending index holds keys only: the sweeper reads the items it found there whole (BatchGetItem). Its
+# lease (shared/lease.py) is taken and released by conditional PutItems on the same table.
 SWEEPER = TableCalls(
-    on_table=("dynamodb:BatchGetItem", "dynamodb:UpdateItem"), on_indexes={PENDING_INDEX: ("dynamodb:Query",)}
+    on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+    on_indexes={PENDING_INDEX: ("dynamodb:Query",)},
 )
 # The scheduled audit reads ledgers and event items, finds what changed in the keys-only changes index,
-# reads Control Records and keeps its one state item in the journeys table. It never writes to loans-api.
+# reads Control Records and keeps its state item and its lease in the journeys table (conditional PutItems).
+# It never writes to loans-api.
 AUDITOR_LOANS = TableCalls(
     on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem"), on_indexes={CHANGES_INDEX: ("dynamodb:Query",)}
 )

@@ -3,7 +3,7 @@ the calls its code makes (infra/permissions.py) and the grants of what it publis
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -17,6 +17,7 @@ from infra.functions import SagaFunctions
 from infra.messaging import Messaging
 from infra.nag import acknowledge
 from infra.observability import Observability, Watched
+from shared import metric_names as names
 from shared import tables
 from shared.capacity import DEFAULT_CAPACITY, Capacity
 
@@ -28,7 +29,7 @@ class LoanSagaStack(Stack):
         construct_id: str,
         *,
         dev: bool = False,
-        api_gateway_account_role: bool = False,
+        api_gateway_account_role: bool = True,
         alarm_email: str | None = None,
         capacity: Capacity = DEFAULT_CAPACITY,
         **kwargs: object,
@@ -36,15 +37,22 @@ class LoanSagaStack(Stack):
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         orchestrator_throttle, loans_throttle = throttles(capacity)
         retention = logs.RetentionDays.ONE_WEEK if dev else logs.RetentionDays.THREE_MONTHS
-        data = DataTables(self, "Data", dev=dev)
+        # What holds data (tables, queues, the key, logs) is kept when a production stack is deleted or
+        # replaces it, but not when its creation fails: a rolled-back first deploy leaves nothing behind
+        # that would block the retry. A dev stack removes everything.
+        keep = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+        data = DataTables(self, "Data", removal=keep)
         messaging = Messaging(self, "Messaging")
-        fns = SagaFunctions(self, "Functions", log_retention=retention, dev=dev)
+        for kept in (messaging.key, messaging.queue, messaging.dlq, messaging.relay_failures):
+            kept.apply_removal_policy(keep)
+        fns = SagaFunctions(self, "Functions", log_retention=retention, removal=keep)
         loans_api = ProxyApi(
             self,
             "LoansApi",
             name="loans",
             function=fns.loans_api,
             log_retention=retention,
+            log_removal=keep,
             throttle=loans_throttle,
             only_invoker=fns.orchestrator.role,
             description="loans-api: the system of record (internal: only the orchestrator calls it)",
@@ -55,10 +63,13 @@ class LoanSagaStack(Stack):
             name="orchestrator",
             function=fns.orchestrator,
             log_retention=retention,
+            log_removal=keep,
             throttle=orchestrator_throttle,
             description="The loan journey orchestrator: the agent-facing API",
         )
-        account_role = ApiGatewayAccountRole(self, "ApiGatewayAccount") if api_gateway_account_role else None
+        account_role = (
+            ApiGatewayAccountRole(self, "ApiGatewayAccount", log_removal=keep) if api_gateway_account_role else None
+        )
         if account_role is not None:
             account_role.must_precede(loans_api, orchestrator_api)
 
@@ -90,10 +101,10 @@ class LoanSagaStack(Stack):
             outbox_worker.add_environment("EVENTS_TOPIC_ARN", messaging.topic.topic_arn)
             outbox_worker.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
 
-        EventSources(
+        road_2 = EventSources(
             self, "EventSources", loans_table=data.loans, functions=fns, messaging=messaging, capacity=capacity
         )
-        JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys)
+        audit = JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys)
         functions = {
             "orchestrator": fns.orchestrator,
             "loans-api": fns.loans_api,
@@ -106,7 +117,8 @@ class LoanSagaStack(Stack):
             self, "Observability", key=messaging.key, alarm_email=alarm_email,
             watched=Watched(functions=functions, apis={"orchestrator": orchestrator_api, "loans": loans_api},
                             queue=messaging.queue, dlq=messaging.dlq, relay_failures=messaging.relay_failures,
-                            relay=fns.relay),
+                            relay=fns.relay, schedules={names.SWEEPER: road_2.sweep_schedule,
+                                                        names.AUDITOR: audit.schedule}),
         )  # fmt: skip
 
         # The policy an agent's role attaches to call the orchestrator (and nothing else).

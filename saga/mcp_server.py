@@ -136,7 +136,7 @@ def build(api_url: str, region: str | None = None, signed: bool = False) -> Jour
 
         signer = SigV4Signer(boto3.session.Session().get_credentials, region or "us-east-1")
     pool = cast(HttpRequester, urllib3.PoolManager(retries=False))
-    # The orchestrator answers within its function's timeout (28 s) and API Gateway's 29 s.
+    # The orchestrator answers within its function's timeout (26 s) and API Gateway's 29 s.
     api = HttpOrchestratorApi(api_url, pool, urllib3.Timeout(connect=3.0, read=35.0), signer)
     retry = TransportRetry()
     return JourneyTools(api, fetch_document(api, retry, time.sleep), retry)

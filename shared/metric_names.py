@@ -29,6 +29,7 @@ EVENTS_FAILED = "EventsFailed"
 JOURNEYS_OUT_OF_SYNC = "JourneysOutOfSync"
 OLDEST_OUT_OF_SYNC_AGE_SECONDS = "OldestOutOfSyncAgeSeconds"
 JOURNEYS_AUDITED = "JourneysAudited"
+LEASE_HELD = "LeaseHeld"  # a scheduled run that found another run holding its lease (shared/lease.py)
 
 # Metrics written only when what they count happens (none is a healthy reading): `saga verify` does not
 # ask a new deployment for them. Lambda sends Throttles only for a throttled invocation.
@@ -40,6 +41,7 @@ ON_OCCURRENCE = frozenset(
         EVENTS_SKIPPED,
         EVENTS_FAILED,
         PUBLISH_FAILURES,
+        LEASE_HELD,
         "Throttles",
     }
 )

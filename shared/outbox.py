@@ -18,6 +18,9 @@ LEDGER_SK = "LEDGER"
 PENDING = "PENDING"
 NOTIFIED = "NOTIFIED"
 _SEQ_WIDTH = 10
+# The sweeper's lease (shared/lease.py) lives in the table it sweeps, in a partition of its own: no
+# journey's, not an event (the stream's filter and the relay pass it by), in no index.
+SWEEPER_LEASE_KEY = {"pk": "LEASE#sweeper", "sk": "LEASE"}
 
 
 def journey_pk(journey_id: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -38,6 +39,7 @@ from shared.errors import UpstreamUnavailable
 from shared.events import LoanEvent
 from shared.guards import guarded
 from shared.idempotency import Answer, Receipt, fingerprint
+from shared.lease import Lease, may_take
 from tests.support import quiet_metrics
 
 
@@ -307,3 +309,20 @@ class InProcessOrchestrator:
     def request(self, method: str, url: str, body: bytes | None = None, headers: Any = None, **kwargs: Any) -> Any:
         self.requests.append((method, url, dict(headers or {})))
         return self.wire.request(method, url, body=body, headers=headers, **kwargs)
+
+
+class FakeLease:
+    """The lease in memory, decided by `may_take` (for unit tests of what runs under it)."""
+
+    def __init__(self, current: Lease | None = None) -> None:
+        self.current = current
+
+    def take(self, holder: str, now: datetime, until: datetime) -> bool:
+        if not may_take(self.current, holder, now):
+            return False
+        self.current = Lease(holder, until)
+        return True
+
+    def release(self, holder: str, now: datetime) -> None:
+        if self.current is not None and self.current.holder == holder:
+            self.current = Lease(holder, now)

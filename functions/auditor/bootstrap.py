@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Metrics
 
 from functions.auditor.service import JourneyAuditor, ScheduledAudit
-from functions.auditor.settings import AuditorSettings
-from functions.auditor.store import DynamoAuditState, DynamoChangeFinder, DynamoTruthReader
+from functions.auditor.settings import AUDITOR_TIMEOUT_SECONDS, AuditorSettings
+from functions.auditor.store import AUDIT_LEASE_KEY, DynamoAuditState, DynamoChangeFinder, DynamoTruthReader
 from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.control_store import DynamoControlRecordStore
+from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease, Leased
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -49,3 +50,11 @@ def build_scheduled(
         max_changes_per_run=settings.max_changes_per_run,
         max_suspects=settings.max_suspects,
     )
+
+
+def build_audit_lease(
+    settings: AuditorSettings, metrics: Metrics, client: DynamoDBClient, clock: Callable[[], datetime] = utc_now
+) -> Leased:
+    """One scheduled audit at a time: the lease is an item of the journeys table, next to the state item."""
+    store = DynamoLease(client, settings.journeys_table_name, AUDIT_LEASE_KEY)
+    return Leased(store, "auditor", timedelta(seconds=AUDITOR_TIMEOUT_SECONDS) + CLOCK_SKEW_MARGIN, metrics, clock)

@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.auditor.audit import AuditReport, Evidence, Finding, Truth, judge
-from functions.auditor.store import AuditState, ChangeFinder, DynamoAuditState, TruthReader
+from functions.auditor.store import AuditState, AuditStateConflict, ChangeFinder, DynamoAuditState, TruthReader
 from shared import event_ids
 from shared import metric_names as names
 from shared.applier import EventApplier, Outcome
@@ -155,7 +155,10 @@ class ScheduledAudit:
             next_state = AuditState(state.checked_until, tuple(suspects[: self._max_suspects]), changes[-1].event_id)
         else:
             next_state = AuditState(now, tuple(suspects[: self._max_suspects]))
-        self._state.put(next_state)
+        try:
+            self._state.put(next_state, read=state)
+        except AuditStateConflict:  # (the lease keeps runs apart; this is the write's own guard)
+            logger.warning("another audit saved its state during this run: this run's is dropped")
         self._measure(report)
         return report
 

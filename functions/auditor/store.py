@@ -10,9 +10,11 @@ from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
+from botocore.exceptions import ClientError
+
 from functions.auditor.audit import Truth
 from shared import event_ids, outbox
-from shared.dynamo import from_item, to_item
+from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 BATCH_GET_LIMIT = 100
 AUDIT_STATE_KEY = {"pk": "AUDIT", "sk": "STATE"}
+# The scheduled audit's lease (shared/lease.py), next to its state item.
+AUDIT_LEASE_KEY = {"pk": "AUDIT", "sk": "LEASE"}
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,12 @@ class AuditState:
     suspects: tuple[str, ...] = ()
     # Set when a run was capped: the next run goes on right after this eventId.
     resume_after: str | None = None
+    # How many runs have saved it: a run saves only over the version it read (0: none yet).
+    version: int = 0
+
+
+class AuditStateConflict(Exception):
+    """Another run saved the state since this run read it: this run's state is not saved over it."""
 
 
 class DynamoAuditState:
@@ -176,14 +186,35 @@ class DynamoAuditState:
         item = self._client.get_item(TableName=self._table, Key=to_item(AUDIT_STATE_KEY), ConsistentRead=True)
         values = from_item(item.get("Item") or {})
         return AuditState(
-            _time(values.get("checkedUntil")), tuple(values.get("suspects") or ()), values.get("resumeAfter")
+            _time(values.get("checkedUntil")),
+            tuple(values.get("suspects") or ()),
+            values.get("resumeAfter"),
+            int(values.get("version") or 0),
         )
 
-    def put(self, state: AuditState) -> None:
-        values = {**AUDIT_STATE_KEY, "suspects": list(state.suspects), "resumeAfter": state.resume_after}
+    def put(self, state: AuditState, read: AuditState) -> None:
+        """Save `state` over `read` (the state this run started from), as its next version; raises
+        AuditStateConflict when another run saved one since, so two runs never overwrite each other."""
+        values = {
+            **AUDIT_STATE_KEY,
+            "suspects": list(state.suspects),
+            "resumeAfter": state.resume_after,
+            "version": read.version + 1,
+        }
         if state.checked_until is not None:
             values["checkedUntil"] = state.checked_until.isoformat()
-        self._client.put_item(TableName=self._table, Item=to_item(values))
+        try:
+            # (a state item saved before versions were kept has none: version 0)
+            self._client.put_item(
+                TableName=self._table,
+                Item=to_item(values),
+                ConditionExpression="attribute_not_exists(version) OR version = :read",
+                ExpressionAttributeValues=to_item({":read": read.version}),
+            )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                raise AuditStateConflict(f"the audit state moved past version {read.version}") from error
+            raise
 
 
 def batch_get(client: DynamoDBClient, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:

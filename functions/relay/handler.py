@@ -11,9 +11,10 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.relay import bootstrap
-from functions.relay.service import OutboxSweeper
+from functions.relay.service import OutboxSweeper, SweepReport
 from functions.relay.settings import RelaySettings
 from shared.entry_points import Handler
+from shared.lease import Leased
 from shared.tracing import LazyTracer
 
 logger = Logger()
@@ -27,8 +28,9 @@ def _stream_handler() -> Handler:
 
 
 @cache
-def _sweeper() -> OutboxSweeper:
-    return bootstrap.build_sweeper(RelaySettings.from_env(os.environ), metrics)
+def _sweeper() -> tuple[OutboxSweeper, Leased]:
+    settings = RelaySettings.from_env(os.environ)
+    return bootstrap.build_sweeper(settings, metrics), bootstrap.build_sweeper_lease(settings, metrics)
 
 
 @logger.inject_lambda_context
@@ -42,4 +44,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def sweeper_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return asdict(_sweeper().sweep())
+    sweeper, lease = _sweeper()
+    report: SweepReport | None = lease.run(sweeper.sweep)
+    return {"leaseHeld": True} if report is None else asdict(report)

@@ -3,6 +3,10 @@ from __future__ import annotations
 from shared.settings import BaseSettings
 from shared.tables import PENDING_SHARDS
 
+# The sweeper's function timeout (infra deploys it): a run can last no longer, so its lease
+# (shared/lease.py) outlasts it by the clock-skew margin and no more.
+SWEEPER_TIMEOUT_SECONDS = 60
+
 
 class RelaySettings(BaseSettings):
     loans_table_name: str

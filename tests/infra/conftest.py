@@ -30,7 +30,7 @@ def synthesized(tmp_path_factory) -> tuple[Template, Path]:
 def variant(tmp_path_factory) -> dict[str, Any]:
     """The second (and last) synthesis: every context flag set the other way."""
     _, stack = synth(tmp_path_factory.mktemp("cdk.out.variant"), dev="true", stackName="LoanSagaDev",
-                     apiGatewayAccountRole="true", alarmEmail="ops@example.com",
+                     apiGatewayAccountRole="false", alarmEmail="ops@example.com",
                      targetJourneysPerSecond="10000")  # fmt: skip
     return dict(Template.from_stack(stack).to_json()["Resources"])
 

@@ -69,28 +69,50 @@ def test_loans_api_lets_only_the_orchestrators_role_in(resources):
     assert "Policy" not in by_logical_prefix(resources, "AWS::ApiGateway::RestApi", "OrchestratorApi")
 
 
-def test_the_api_gateway_account_role_is_opt_in(resources):
-    assert not of_type(resources, "AWS::ApiGateway::Account")
+def account_setting(resources) -> tuple[str, dict[str, Any]]:
+    [(name, setting)] = of_type(resources, "Custom::ApiGatewayAccountCloudWatchRole").items()
+    return name, setting
 
 
-def test_the_account_role_when_asked_for_is_kept_and_precedes_the_stages(variant):
-    # Given a stack synthesized with -c apiGatewayAccountRole=true
-    resources = variant
-    # Then the account setting points at a role API Gateway assumes, both kept when the stack goes
-    [(_, account)] = of_type(resources, "AWS::ApiGateway::Account").items()
-    role_name = account["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0]
-    role = resources[role_name]
-    assert account["DeletionPolicy"] == role["DeletionPolicy"] == "Retain"
+def test_by_default_the_account_gets_api_gatewayss_logging_role_before_any_stage(resources):
+    # Given the default stack: a custom resource that sets the account's role where none is set
+    name, setting = account_setting(resources)
+    # Then it offers a role API Gateway assumes, which may write logs and nothing else
+    role = resources[setting["Properties"]["RoleArn"]["Fn::GetAtt"][0]]
     assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
         "Service": "apigateway.amazonaws.com"
     }
     [policy] = role["Properties"]["Policies"]
     [statement] = policy["PolicyDocument"]["Statement"]
     assert all(action.startswith("logs:") for action in statement["Action"])
+    # And the role is kept when the stack is deleted (the account's setting may point at it), but not
+    # left behind by a failed first deploy
+    assert (role["DeletionPolicy"], role["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     # And no stage is created before the account has its role
-    account_name = next(iter(of_type(resources, "AWS::ApiGateway::Account")))
     for stage in of_type(resources, "AWS::ApiGateway::Stage").values():
-        assert account_name in stage["DependsOn"]
+        assert name in stage["DependsOn"]
+    # And the setter may read and patch the account setting and pass that one role, nothing else
+    setter = resources[setting["Properties"]["ServiceToken"]["Fn::GetAtt"][0]]
+    setter_role = setter["Properties"]["Role"]["Fn::GetAtt"][0]
+    [policy] = [
+        p for p in of_type(resources, "AWS::IAM::Policy").values() if p["Properties"]["Roles"] == [{"Ref": setter_role}]
+    ]
+    actions = {a for s in policy["Properties"]["PolicyDocument"]["Statement"]
+               for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}  # fmt: skip
+    assert actions == {
+        "apigateway:GET",
+        "apigateway:PATCH",
+        "iam:PassRole",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    }
+    assert not of_type(resources, "AWS::ApiGateway::Account")  # (a CfnAccount would overwrite any role set)
+
+
+def test_the_account_role_can_be_left_to_the_account(variant):
+    # Given -c apiGatewayAccountRole=false (the variant synthesis): nothing touches the account setting
+    assert not of_type(variant, "Custom::ApiGatewayAccountCloudWatchRole")
+    assert not of_type(variant, "AWS::ApiGateway::Account")
 
 
 def statements(resources) -> list[tuple[str, dict[str, Any]]]:

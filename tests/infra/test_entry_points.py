@@ -152,7 +152,8 @@ def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
 
 
 def test_every_function_of_the_template_was_started(deployed):
-    functions = [k for k, v in deployed.template.items() if v["Type"] == "AWS::Lambda::Function"]
+    functions = [k for k, v in deployed.template.items()
+                 if v["Type"] == "AWS::Lambda::Function" and k.startswith("Functions")]  # fmt: skip
     assert sorted(deployed.containers) == sorted(SETTINGS)
     assert len(functions) == len(SETTINGS)
 
@@ -261,3 +262,32 @@ def test_only_the_sweeper_reads_the_pending_index(deployed):
     readers = {name for name in SETTINGS if any(target.endswith(f"/index/{PENDING_INDEX}")
                                                  for _, target in granted(deployed.template, name))}  # fmt: skip
     assert readers == {"Sweeper"}
+
+
+def emitted(container: Container) -> set[tuple[str, str]]:
+    """(service, metric name) of every EMF metric the container's function printed (its log)."""
+    found = set()
+    for line in container.calls_file.with_suffix(".log").read_text().splitlines():
+        try:
+            document = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(document, dict) or "_aws" not in document:
+            continue
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            found |= {(document["service"], metric["Name"]) for metric in directive["Metrics"]}
+    return found
+
+
+@pytest.mark.parametrize(("name", "service", "metric"), [
+    ("Sweeper", "sweeper", "OldestPendingOutboxAgeSeconds"),
+    ("Auditor", "auditor", "JourneysAudited"),
+])  # fmt: skip
+def test_each_scheduled_run_emits_the_metric_its_silence_alarm_counts(deployed, name, service, metric):
+    # Given the SweeperSilent / AuditorSilent alarm's "reported" metric, as the template names it
+    [alarm] = [a["Properties"] for k, a in deployed.template.items()
+               if a["Type"] == "AWS::CloudWatch::Alarm" and k.startswith(f"Observability{name}Silent")]  # fmt: skip
+    [reported] = [m["MetricStat"]["Metric"] for m in alarm["Metrics"] if m["Id"] == "reported"]
+    assert (reported["MetricName"], reported["Dimensions"]) == (metric, [{"Name": "service", "Value": service}])
+    # Then the deployed function's one scheduled run emitted it (else the alarm would fire after every run)
+    assert (service, metric) in emitted(deployed.containers[name])

@@ -37,7 +37,7 @@ def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
         ("4XXError", 0.25),
         ("4XXError", 0.05),
         ("Latency", 10000),
-        ("Latency", 2000),  # loans-api: the orchestrator's per-attempt read timeout
+        ("Latency", 2500),  # loans-api: the orchestrator's per-attempt read timeout
         ("Errors", 0),
         (names.JOURNEYS_OUT_OF_SYNC, 0),
         (names.UNREADABLE_OUTBOX_ITEMS, 0),
@@ -59,6 +59,7 @@ def alarm(resources, name: str) -> dict[str, Any]:
 
 def test_every_alarm_exists_with_a_recovery_action_and_every_function_has_errors_and_throttles_alarms(resources):
     for expected in ("EventsDlqNotEmpty", "RelayFailuresNotEmpty", "OutboxTooOld", "StreamIteratorAge",
+                     "SweeperSilent", "AuditorSilent",
                      "EventsQueueTooOld", "PublishFailures", "JourneysOutOfSync", "UnreadableOutboxItems",
                      "orchestrator5xxRate", "loans5xxRate", "orchestrator4xxRate", "loans4xxRate",
                      "orchestratorLatency", "loansLatency"):  # fmt: skip
@@ -68,9 +69,27 @@ def test_every_alarm_exists_with_a_recovery_action_and_every_function_has_errors
             assert alarm(resources, f"{function}{kind}")["MetricName"] == kind
 
 
-def test_a_silent_sweeper_or_auditor_is_an_alarm_not_a_quiet_night(resources):
-    assert alarm(resources, "OutboxTooOld")["TreatMissingData"] == "breaching"
-    assert alarm(resources, "JourneysOutOfSync")["TreatMissingData"] == "breaching"
+def test_no_alarm_pages_a_stack_that_has_not_reported_yet(resources):
+    # A new deploy has no data at all: no alarm may treat that as breaching (tests/infra/test_deploy_rules.py)
+    for properties in (a["Properties"] for a in of_type(resources, "AWS::CloudWatch::Alarm").values()):
+        assert properties["TreatMissingData"] == "notBreaching", properties["AlarmDescription"]
+
+
+@pytest.mark.parametrize(("service", "periods"), [("Sweeper", 5), ("Auditor", 3)])
+def test_a_silent_sweeper_or_auditor_is_an_alarm_after_a_few_scheduled_runs(resources, service, periods):
+    # Given the alarm on "scheduled, but did not report"
+    silent = alarm(resources, f"{service}Silent")
+    metrics = {m["Id"]: m for m in silent["Metrics"]}
+    # Then it counts the schedule's firings (EventBridge) against the runs' reports, several periods in a row
+    assert metrics["fired"]["MetricStat"]["Metric"]["MetricName"] == "TriggeredRules"
+    assert metrics["fired"]["MetricStat"]["Metric"]["Namespace"] == "AWS/Events"
+    schedule = {"Sweeper": "EventSourcesSweepSchedule", "Auditor": "AuditAuditSchedule"}[service]
+    [rule] = [k for k in of_type(resources, "AWS::Events::Rule") if k.startswith(schedule)]
+    assert metrics["fired"]["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "RuleName", "Value": {"Ref": rule}}]
+    assert metrics["reported"]["MetricStat"]["Stat"] == "SampleCount"
+    assert metrics["reported"]["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "service", "Value": service.lower()}]
+    assert "FILL(fired, 0) - FILL(reported, 0)" in json.dumps(silent["Metrics"])
+    assert (silent["EvaluationPeriods"], silent["DatapointsToAlarm"], silent["Threshold"]) == (periods, periods, 0)
 
 
 def test_publish_failures_of_relay_and_sweeper_alarm_together(resources):

@@ -34,14 +34,24 @@ def test_the_layer_installs_exactly_the_lock_as_arm64_wheels_for_lambdas_python(
     command = packaging.pip_command(Path("/tmp/layer/python"))
     assert command[command.index("-r") + 1] == str(packaging.LAMBDA_LOCK)
     assert {"--require-hashes", "--no-deps", "--only-binary=:all:"} <= set(command)
-    assert command[command.index("--platform") + 1] == packaging.PIP_PLATFORM == "manylinux2014_aarch64"
     assert command[command.index("--python-version") + 1] == packaging.PYTHON_VERSION
+    # Every manylinux level Lambda's python3.14 (Amazon Linux 2023, glibc 2.34) loads: a pin whose only
+    # arm64 wheels are manylinux_2_28 installs; one built for a newer glibc than the runtime's does not
+    # (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html)
+    platforms = {command[i + 1] for i, flag in enumerate(command) if flag == "--platform"}
+    assert {"manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64",
+            "manylinux_2_34_aarch64"} <= platforms  # fmt: skip
+    assert "manylinux_2_35_aarch64" not in platforms
+    assert all(p.endswith("_aarch64") for p in platforms)
 
 
 def test_the_lambda_lock_was_resolved_for_the_functions_runtime_and_platform():
     command = lock_command(packaging.LAMBDA_LOCK)
     assert command[command.index("--python-version") + 1] == packaging.PYTHON_VERSION
-    assert command[command.index("--python-platform") + 1] == "aarch64-manylinux2014"
+    # (the newest manylinux level the runtime loads: the resolver may pick a version whose only arm64
+    # wheels are manylinux_2_28, and pip installs it, test above)
+    assert command[command.index("--python-platform") + 1] == "aarch64-manylinux_2_34"
+    assert packaging.RUNTIME_GLIBC == (2, 34)
     assert "--generate-hashes" in command
     assert packaging.RUNTIME.name == f"python{packaging.PYTHON_VERSION}"
 
@@ -128,7 +138,7 @@ def test_the_bytecode_is_used_without_looking_at_the_sources(tmp_path):
     ],
     ids=["on-the-path", "installed-by-uv", "nowhere"],
 )
-def test_the_layer_compiles_only_with_the_runtimes_python(monkeypatch, tmp_path, on_path, uv_finds, taken):
+def test_the_assets_compile_only_with_the_runtimes_python(monkeypatch, tmp_path, on_path, uv_finds, taken):
     # Given a machine with (or without) python3.14 on its PATH, and a uv that finds (or does not find) one
     uv = tmp_path / "uv"
     asked_for_the_runtimes = f'[ "$1 $2 $4" = "python find {packaging.PYTHON_VERSION}" ]'
@@ -138,3 +148,94 @@ def test_the_layer_compiles_only_with_the_runtimes_python(monkeypatch, tmp_path,
     monkeypatch.setattr(shutil, "which", lambda name: on_this_machine.get(name) if on_path or name == "uv" else None)
     # When the layer looks for an interpreter, Then it takes that version's, from the PATH first
     assert packaging.bytecode_interpreter() == taken
+
+
+def test_without_the_runtimes_python_bundling_installs_one_through_uv(monkeypatch, tmp_path):
+    # Given a machine with no python3.14 and a uv that can install one
+    installed = tmp_path / "installed"
+    uv = tmp_path / "uv"
+    uv.write_text(f'#!/bin/sh\n[ "$2" = install ] && touch {installed} && exit 0\n'
+                  f'[ "$2" = find ] && [ -e {installed} ] && echo /uv/python3.14 && exit 0\nexit 2\n')  # fmt: skip
+    uv.chmod(0o755)
+    monkeypatch.setattr(shutil, "which", lambda name: str(uv) if name == "uv" else None)
+    # When the assets look for one without installing (a synthesis that does not bundle), Then none
+    assert packaging.bytecode_interpreter() is None
+    # When bundling looks for one, Then uv installs it and it is used
+    assert packaging.bytecode_interpreter(install=True) == "/uv/python3.14"
+
+
+def pyc_header(path: Path) -> tuple[bytes, int]:
+    """(magic number, flags) of a .pyc (PEP 552: flags 0b01 hash-based, 0b10 check the source)."""
+    data = path.read_bytes()
+    return data[:4], int.from_bytes(data[4:8], "little")
+
+
+def bundled_app(tmp_path: Path, interpreter: str | None) -> Path:
+    out = tmp_path / "asset"
+    out.mkdir()
+    packaging._AppCode(interpreter).try_bundle(str(out))
+    return out
+
+
+def assert_unchecked_bytecode_of(asset: Path, interpreter: str) -> None:
+    """Every module of `asset` has a pyc of `interpreter`'s version, used without looking at its source."""
+    tag, magic = subprocess.run(
+        [interpreter, "-c", "import sys, importlib.util as u; print(sys.implementation.cache_tag); "
+         "print(u.MAGIC_NUMBER.hex())"], capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    sources = sorted(asset.rglob("*.py"))
+    assert sources
+    for source in sources:
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+        assert pyc.exists(), pyc
+        assert pyc_header(pyc) == (bytes.fromhex(magic), 0b01), pyc  # unchecked-hash
+
+
+def test_the_code_asset_is_compiled_to_unchecked_bytecode_of_the_interpreter_given(tmp_path):
+    # (this machine's Python stands in for the runtime's: the next test uses python3.14 when there is one)
+    asset = bundled_app(tmp_path, sys.executable)
+    assert_unchecked_bytecode_of(asset, sys.executable)
+    # and tracebacks name the function's path in Lambda
+    assert packaging.TASK_PATH.encode() in next(asset.rglob("handler.*.pyc")).read_bytes()
+
+
+@pytest.mark.skipif(packaging.bytecode_interpreter() is None, reason="no python3.14 on this machine")
+def test_with_the_runtimes_python_the_code_asset_holds_bytecode_lambda_uses(tmp_path):
+    interpreter = packaging.bytecode_interpreter()
+    assert interpreter is not None
+    assert_unchecked_bytecode_of(bundled_app(tmp_path, interpreter), interpreter)
+
+
+def test_without_the_runtimes_python_the_assets_ship_sources_and_bundling_says_so(tmp_path, capsys):
+    # When the code asset is bundled with no interpreter of the runtime's version, Then synthesis goes on:
+    asset = bundled_app(tmp_path, None)
+    # the asset holds every handler's source, no bytecode, and the deployer is told why
+    assert (asset / "functions" / "relay" / "handler.py").exists()
+    assert not list(asset.rglob("*.pyc"))
+    assert "WARNING: no python3.14" in capsys.readouterr().err
+    # And the layer says the same
+    packaging.compile_or_warn(None, tmp_path, packaging.LAYER_PYTHON_PATH, "layer")
+    assert "the layer ships without bytecode" in capsys.readouterr().err
+
+
+def test_the_code_assets_hash_covers_exactly_the_files_it_copies(tmp_path, monkeypatch):
+    # Given a copy of the app's packages with a data file (not Python) and an ignored one
+    root = tmp_path / "root"
+    for package in packaging.APP_PACKAGES:
+        shutil.copytree(packaging.ROOT / package, root / package, ignore=packaging._IGNORED)
+    data = root / "shared" / "data.json"
+    data.write_text("{}")
+    (root / "shared" / "__pycache__").mkdir(exist_ok=True)
+    (root / "shared" / "__pycache__" / "stale.cpython-311.pyc").write_bytes(b"old")
+    monkeypatch.setattr(packaging, "ROOT", root)
+    # Then the files hashed are the files copied
+    out = tmp_path / "out"
+    packaging.copy_app(out)
+    assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == sorted(packaging.app_files())
+    # And changing a copied non-Python file changes the asset; changing an ignored one does not
+    before = packaging.app_hash(None)
+    (root / "shared" / "__pycache__" / "stale.cpython-311.pyc").write_bytes(b"newer")
+    assert packaging.app_hash(None) == before
+    data.write_text('{"changed": true}')
+    assert packaging.app_hash(None) != before
+    # And bytecode or not is another asset
+    assert packaging.app_hash("python3.14") != packaging.app_hash(None)

@@ -22,14 +22,15 @@ from tests.infra.template import by_logical_prefix, of_type, stage_of
 # -- data ------------------------------------------------------------------------------------
 
 
-def test_tables_are_on_demand_recoverable_protected_and_expire_by_ttl(resources):
+def test_tables_are_on_demand_recoverable_retained_and_expire_by_ttl(resources):
     for table in of_type(resources, "AWS::DynamoDB::Table").values():
         properties = table["Properties"]
         assert properties["BillingMode"] == "PAY_PER_REQUEST"
         assert properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
         assert properties["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
-        assert properties["DeletionProtectionEnabled"] is True
-        assert table["DeletionPolicy"] == "Retain"
+        # (not deletion protected: a failed first deploy could not roll back; tests/infra/test_deploy_rules.py)
+        assert "DeletionProtectionEnabled" not in properties
+        assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
 
 
 def test_the_loans_table_streams_new_images_and_has_the_sparse_pending_index(resources):
@@ -61,7 +62,6 @@ def test_local_and_cdk_table_definitions_agree(resources, spec):
 def test_a_dev_stack_can_be_torn_down(variant):
     for table in of_type(variant, "AWS::DynamoDB::Table").values():
         assert table["DeletionPolicy"] == "Delete"
-        assert table["Properties"]["DeletionProtectionEnabled"] is False
 
 
 # -- messaging -------------------------------------------------------------------------------
@@ -99,8 +99,13 @@ def test_topic_is_encrypted_ssl_only_and_delivers_raw_to_the_queue(template, res
 # -- functions and event sources --------------------------------------------------------------
 
 
+def saga_functions(resources: dict[str, Any]) -> dict[str, Any]:
+    """The six functions of the saga (not the deploy-time custom resource's, infra/apis.py)."""
+    return {k: v for k, v in of_type(resources, "AWS::Lambda::Function").items() if k.startswith("Functions")}
+
+
 def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powertools(resources):
-    functions = of_type(resources, "AWS::Lambda::Function")
+    functions = saga_functions(resources)
     assert len(functions) == 6
     for function in (f["Properties"] for f in functions.values()):
         assert function["Runtime"] == "python3.14"
@@ -152,10 +157,23 @@ def test_the_sweeper_runs_on_a_schedule(template):
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
 
 
-def test_the_sweeper_never_overlaps_itself(resources):
-    assert (
-        by_logical_prefix(resources, "AWS::Lambda::Function", "FunctionsSweeper")["ReservedConcurrentExecutions"] == 1
+def test_scheduled_runs_are_never_retried_nor_kept_past_their_period(resources):
+    # (one run at a time is a lease, shared/lease.py: tests/unit/test_lease.py, tests/integration/test_lease.py)
+    configs = {c["Properties"]["FunctionName"]["Ref"]: c["Properties"]
+               for c in of_type(resources, "AWS::Lambda::EventInvokeConfig").values()}  # fmt: skip
+    assert sorted(name[: -len("0000000" + "0")] for name in configs) == sorted(
+        k[:-8]
+        for k in of_type(resources, "AWS::Lambda::Function")
+        if k.startswith(("FunctionsSweeper", "FunctionsAuditor"))
     )
+    for rule in of_type(resources, "AWS::Events::Rule").values():
+        [target] = rule["Properties"]["Targets"]
+        assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
+        period = 60 if rule["Properties"]["ScheduleExpression"] == "rate(1 minute)" else 300
+        assert target["RetryPolicy"]["MaximumEventAgeInSeconds"] == period
+        assert configs[target["Arn"]["Fn::GetAtt"][0]] == {
+            "FunctionName": {"Ref": target["Arn"]["Fn::GetAtt"][0]}, "Qualifier": "$LATEST",
+            "MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": period}  # fmt: skip
 
 
 def test_the_audit_runs_on_a_schedule_and_reads_its_tables(template, resources):
@@ -170,7 +188,7 @@ def test_the_audit_runs_on_a_schedule_and_reads_its_tables(template, resources):
 
 def _sizing(resources: dict) -> dict:
     """What the target rate sets, as the template holds it."""
-    functions = of_type(resources, "AWS::Lambda::Function")
+    functions = saga_functions(resources)
     variables = [f["Properties"].get("Environment", {}).get("Variables", {}) for f in functions.values()]
     shards = {v["POWERTOOLS_SERVICE_NAME"]: v["PENDING_SHARDS"] for v in variables if "PENDING_SHARDS" in v}
     mappings = [m["Properties"] for m in of_type(resources, "AWS::Lambda::EventSourceMapping").values()]
@@ -213,7 +231,7 @@ def test_a_target_rate_sizes_shards_throttles_and_concurrency(variant):
 
 def test_every_deployed_handler_is_an_entry_point_the_local_runtime_invokes(resources):
     # Given the Handler of every function in the template
-    deployed = {f["Properties"]["Handler"] for f in of_type(resources, "AWS::Lambda::Function").values()}
+    deployed = {f["Properties"]["Handler"] for f in saga_functions(resources).values()}
     # Then they are exactly the entry points saga local's containers run, and each is a function
     assert deployed == {value for name, value in vars(entry_points).items() if name.isupper()}
     for handler in deployed:
