@@ -141,12 +141,22 @@ def test_an_account_without_api_gateways_logging_role_fails_that_check(deploymen
     assert "update-account" in checks["api-gateway-logging-role"]["next"]
 
 
-def test_a_consumer_scaling_past_what_the_account_leaves_unreserved_fails_the_concurrency_check(deployment):
-    # Given an account of 1,000 (saga/local/moto_deployment.py) and a consumer that scales to all of it
-    code, checks = deployment.verify(deployment.stack("Greedy", consumer_concurrency=1000))
+def test_an_account_that_cannot_run_one_of_each_function_fails_the_concurrency_check(deployment):
+    # Given an account of 1,000 (saga/local/moto_deployment.py) where another function reserves 995
+    stack = deployment.stack("Starved")
+    lambda_ = aws.client("lambda", REGION, deployment.endpoint)
+    lambda_.put_function_concurrency(FunctionName=f"{stack}-relay", ReservedConcurrentExecutions=995)
+    code, checks = deployment.verify(stack)
     assert failed(checks) == {"lambda-concurrency"}
     assert code == 1
-    assert "may run 1005 at once" in checks["lambda-concurrency"]["detail"]
+    assert "needs at least 6 at once" in checks["lambda-concurrency"]["detail"]
+
+
+def test_a_consumer_scaling_past_what_the_account_leaves_unreserved_is_said_not_failed(deployment):
+    # Given a consumer that scales to all of an account of 1,000: it runs, and throttles at a full backlog
+    code, checks = deployment.verify(deployment.stack("Greedy", consumer_concurrency=1000))
+    assert "lambda-concurrency" not in failed(checks)
+    assert "may ask for 1005" in checks["lambda-concurrency"]["detail"]
 
 
 def test_a_disabled_relay_mapping_fails_the_event_source_check(deployment):
