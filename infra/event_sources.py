@@ -15,10 +15,10 @@ from infra.functions import SagaFunctions
 from infra.messaging import Messaging
 from shared.capacity import DEFAULT_CAPACITY, Capacity
 from shared.outbox import EVENT_PREFIX
+from shared.tables import CONSUMER_BATCH_SIZE
 
 RELAY_BATCH_SIZE = 100
 RELAY_RETRIES = 5
-CONSUMER_BATCH_SIZE = 10
 SWEEP_EVERY = Duration.minutes(1)
 
 

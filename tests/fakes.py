@@ -25,7 +25,6 @@ from functions.loans_api.service import LoansService
 from functions.loans_api.store import CommitOutcome, CommitStatus
 from functions.orchestrator import keys
 from functions.orchestrator.deadline import RequestDeadline
-from functions.orchestrator.loans_client import HttpLoansClient
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.service import AgentKey, JourneyService
@@ -38,6 +37,7 @@ from shared.errors import UpstreamUnavailable
 from shared.events import LoanEvent
 from shared.guards import guarded
 from shared.idempotency import Answer, Receipt, fingerprint
+from shared.loans_client import HttpLoansClient
 from tests.support import quiet_metrics
 
 

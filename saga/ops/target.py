@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3
 
-from functions.orchestrator.loans_client import SigV4Signer
 from shared import aws, tables
+from shared.loans_client import SigV4Signer
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
