@@ -254,7 +254,7 @@ def test_a_record_ahead_of_loans_api_is_listed_with_the_rebuild_and_plain_repair
     assert (finding.kind, finding.repairable) == (Kind.AHEAD, False)
     assert finding.repair.endswith("saga audit --repair --rebuild --journey j-ahead")
     assert (report.repaired, report.rebuilt) == ([], [])
-    assert records.get("j-ahead").lastAppliedSeq == 10**9  # type: ignore[union-attr]
+    assert records.get("j-ahead").lastAppliedSeq == 10**9
 
 
 def test_a_rebuild_re_projects_a_record_ahead_from_the_ledger_and_says_what_changed(
@@ -318,6 +318,6 @@ def test_the_scheduled_audit_never_rebuilds_and_keeps_reporting_a_record_ahead(
         # Then each run reports it out of sync (its alarm keeps firing) and writes nothing to it
         assert [(f.journeyId, f.kind) for f in report.outOfSync] == [("j-alarm", Kind.AHEAD)]
         assert metrics.metric_set["JourneysOutOfSync"]["Value"] == [1]
-        assert records.get("j-alarm").lastAppliedSeq == 10**9  # type: ignore[union-attr]
+        assert records.get("j-alarm").lastAppliedSeq == 10**9
         moment[0] += timedelta(minutes=5)
         metrics.clear_metrics()
