@@ -114,7 +114,8 @@ class Observability(Construct):
                            right=[publish_failures]),
             cw.GraphWidget(title="Consumer outcomes", width=8, left=[
                 saga_metric(names.CONSUMER, metric) for metric in
-                (names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_SKIPPED, names.EVENTS_FAILED)]),
+                (names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_SKIPPED, names.EVENTS_FAILED,
+                 names.EVENTS_REJECTED)]),
         )  # fmt: skip
         out_of_sync = saga_metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
         unreadable = saga_metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
@@ -189,6 +190,13 @@ class Observability(Construct):
             "which road should have brought it, and repairs it with --repair where that is mechanical. "
             "Missing data breaches too: the audit reports every run, so silence means it stopped.",
             missing=cw.TreatMissingData.BREACHING,
+        )
+        self._alarm(
+            "EventsRejected",
+            saga_metric(names.CONSUMER, names.EVENTS_REJECTED),
+            0,
+            "The consumer set aside a message loans-api did not commit (forged content, a seq beyond the ledger, "
+            "an edited redrive): nothing was applied. `saga dlq list` gives the reason; find who published it.",
         )
         self._alarm(
             "UnreadableOutboxItems",
