@@ -178,9 +178,10 @@ def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
 
 
 def dlq_redrive(target: Target, dry_run: bool, limit: int) -> list[dict[str, Any]]:
-    """Move up to `limit` DLQ messages back to the events queue (a redrive of an applied event is
-    a harmless no-op: the consumer is idempotent)."""
-    sqs = target.sqs()
+    """Move up to `limit` DLQ messages back to the events queue, as the DLQ redrive role where the target
+    has one (a redrive of an applied event is a harmless no-op: the consumer is idempotent; an edited one
+    is confirmed against loans-api's ledger like any other message, and set aside again)."""
+    sqs = target.redrive_sqs()
     moved: list[dict[str, Any]] = []
     while len(moved) < limit:
         batch = sqs.receive_message(
