@@ -9,6 +9,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from functions.consumer import bootstrap as consumer_bootstrap
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import SnsPublisher
 from saga.ops import road2
@@ -341,3 +342,31 @@ def test_an_older_message_applies_the_ledgers_newest_event_and_a_redrive_as_the_
     drain_queue(sqs_poller)
     assert record_of(orchestrator, journey) == record
     assert queue_depth(sqs, resources.events_dlq_url) == 0
+
+
+def sqs_record(body: str) -> dict[str, Any]:
+    """One SQS record as Lambda's event source mapping delivers it (received once)."""
+    return {"messageId": "m-1", "receiptHandle": "r-1", "body": body, "attributes": {"ApproximateReceiveCount": "1"},
+            "messageAttributes": {}, "md5OfBody": "", "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:loan-events", "awsRegion": "us-east-1"}  # fmt: skip
+
+
+def test_a_rejected_message_is_logged_with_its_reason_and_no_stack_trace(
+    orchestrator, consumer_settings, consumer_loans_http, caplog
+):
+    # Given a simulated journey, and a message claiming its seq 2
+    journey = journey_in(orchestrator, "simulated")
+    ledger = json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))
+    body = json.dumps({"eventId": ledger["lastAppliedEventId"], "journeyId": journey["journeyId"], "seq": 2,
+                       "type": "LoanDisbursed", "occurredAt": "2026-01-01T00:00:00Z",
+                       "snapshot": {"journeyId": journey["journeyId"], "state": "disbursed"}})  # fmt: skip
+    handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"), http=consumer_loans_http)
+    caplog.clear()
+    # When the consumer's batch handler is given it
+    answer = handler({"Records": [sqs_record(body)]}, None)
+    # Then the message is reported failed (retried, then the DLQ), logged at ERROR with the reason, no stack
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    [logged] = [r for r in caplog.records if r.getMessage().startswith("message rejected")]
+    assert logged.levelname == "ERROR"
+    assert logged.reason.startswith("seq 2 is beyond loans-api's ledger")
+    assert logged.exc_info is None
