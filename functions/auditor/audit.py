@@ -168,6 +168,11 @@ def _repair(record: ControlRecord, truth: JourneyView, evidence: Evidence, now: 
     # Otherwise an operator may re-project the record from the ledger (a rebuild, never automatic).
     rebuild = f"; to re-project the record from loans-api's ledger: {rebuild_command(record.journeyId)}"
     decision = decide(record, event, now, "repair")
+    if decision.outcome is Outcome.NOOP:
+        return False, (
+            f"no mechanical repair: the applier would leave the record alone (noop: the record is at seq "
+            f"{record.lastAppliedSeq}, at or past loans-api's {event.seq}){rebuild}"
+        )
     if decision.outcome is not Outcome.APPLIED:
         return False, (
             f"no mechanical repair: the applier would leave the record alone ({decision.outcome.value}:"
