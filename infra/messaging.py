@@ -49,8 +49,10 @@ class Messaging(Construct):
                 principals=[iam.AnyPrincipal()],
                 actions=["sqs:SendMessage"],
                 resources=[self.queue.queue_arn],
-                # Both must differ to deny: SNS delivers with the topic as aws:SourceArn (and no principal
-                # ARN of this account), the redrive as its role. A missing key counts as differing.
+                # Both must differ to deny (two keys of one operator are ANDed): SNS delivers with the topic
+                # as aws:SourceArn, the redrive sends as its role; a key the request lacks counts as
+                # differing. https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html
+                # and .../reference_policies_condition-logic-multiple-context-keys-or-values.html
                 conditions={
                     "ArnNotEquals": {
                         "aws:SourceArn": self.topic.topic_arn,
@@ -61,7 +63,8 @@ class Messaging(Construct):
         )
 
     def admit_publishers(self, publishers: Sequence[iam.IRole]) -> None:
-        """The topic refuses Publish to every principal but `publishers` (their own policies grant it)."""
+        """The topic refuses Publish to every principal but `publishers` (their own policies grant it). A
+        negated operator over several values is their NOR: denied unless the principal is one of them."""
         self.topic.add_to_resource_policy(
             iam.PolicyStatement(
                 effect=iam.Effect.DENY,
