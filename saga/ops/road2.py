@@ -145,6 +145,7 @@ def diagnose(body: str, journeys: DynamoControlRecordStore, ledger: Ledger | Non
     if record is not None and ledger is not None and not already_applied(record, event):
         try:
             confirmed(event, ledger.latest_event(event.journeyId))
+            reason = "committed by loans-api, not applied (was loans-api unreachable? see consumer logs): redrive it"
         except EventRejected as rejected:
             reason = f"rejected: {rejected}"
     return {"eventId": event.eventId, "type": event.type, "journeyId": event.journeyId, "reason": reason}

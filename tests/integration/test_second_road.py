@@ -370,3 +370,18 @@ def test_a_rejected_message_is_logged_with_its_reason_and_no_stack_trace(
     assert logged.levelname == "ERROR"
     assert logged.reason.startswith("seq 2 is beyond loans-api's ledger")
     assert logged.exc_info is None
+
+
+def test_dlq_list_says_an_event_loans_api_committed_but_road_2_could_not_apply_is_to_be_redriven(
+    orchestrator, loans_api, sqs: SQSClient, resources
+):
+    # Given an event loans-api committed that the record has not applied, set aside in the DLQ (as a
+    # loans-api outage leaves it after its receives)
+    journey = new_journey(orchestrator)
+    body = {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}
+    simulation = json_of(loans_api.post("/simulations", body, key="outage"))
+    sqs.send_message(QueueUrl=resources.events_dlq_url, MessageBody=json.dumps(simulation["event"]))
+    # When the operator lists the DLQ, Then it says loans-api committed it and a redrive applies it
+    [entry] = dlq_reasons(resources)
+    assert entry["reason"].startswith("committed by loans-api, not applied")
+    assert entry["reason"].endswith("redrive it")
