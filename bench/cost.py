@@ -130,7 +130,11 @@ def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bo
     )
     consumer = Counted(
         consumer_bootstrap.build(
-            ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table), metrics
+            ConsumerSettings(
+                aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
+            ),
+            metrics,
+            http=InProcessHttp(loans_fn),  # its ledger reads are loans-api invocations too
         )
     )
     stream = StreamPoller(aws.client("dynamodbstreams", r.region, r.endpoint_url), r.loans_stream_arn, relay)

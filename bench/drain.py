@@ -73,7 +73,11 @@ def drain_rate(moto: MotoServer, backlog: int) -> tuple[float, int]:
             Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
         )
     consumer = consumer_bootstrap.build(
-        ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table), metrics
+        ConsumerSettings(
+            aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
+        ),
+        metrics,
+        http=InProcessHttp(loans),  # duplicates need no ledger read: a read here would be a regression
     )
     # Lambda's own poller receives and deletes the messages; what one consumer process sustains is the
     # function on Lambda-shaped batches of the stack's size.

@@ -1,6 +1,7 @@
 """Two REST APIs with IAM authorization on every method: the orchestrator for the agent, loans-api
-internal (a resource policy lets only the orchestrator's role invoke it). Access and error logs,
-throttling, tracing; and the account-wide role API Gateway needs to write any log, set where unset."""
+internal (a resource policy lets only the orchestrator's role invoke it, and the consumer's role its one
+ledger read). Access and error logs, throttling, tracing; and the account-wide role API Gateway needs to
+write any log, set where unset."""
 
 from __future__ import annotations
 
@@ -21,6 +22,19 @@ STAGE = "v1"
 # Every path of the API's one stage, in the resource-policy shorthand (the API's own ARN would make
 # the policy refer to the API it belongs to).
 _EVERY_ROUTE = "execute-api:/*"
+
+
+@dataclass(frozen=True)
+class RouteInvoker:
+    """A role admitted to one route of an API only: `method` on `path` (`*` matches one path segment's id)."""
+
+    role: iam.IRole
+    method: str
+    path: str
+
+    def resource(self) -> str:
+        """The route in the resource-policy shorthand, on every stage."""
+        return f"execute-api:/*/{self.method}{self.path}"
 
 
 @dataclass(frozen=True)
@@ -47,7 +61,8 @@ class ProxyApi(Construct):
     """A REST API proxying every path and method to one function, IAM-authorized.
 
     `only_invoker`: when given, a resource policy denies every other principal, so an identity policy
-    elsewhere in the account that allows `execute-api:Invoke` on `*` does not open it."""
+    elsewhere in the account that allows `execute-api:Invoke` on `*` does not open it; each of
+    `route_invokers` is admitted to its one route and denied every other."""
 
     def __init__(
         self,
@@ -61,6 +76,7 @@ class ProxyApi(Construct):
         log_removal: RemovalPolicy,
         throttle: Throttle,
         only_invoker: iam.IRole | None = None,
+        route_invokers: tuple[RouteInvoker, ...] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention, removal_policy=log_removal)
@@ -71,7 +87,7 @@ class ProxyApi(Construct):
             description=description,
             cloud_watch_role=False,
             endpoint_types=[apigw.EndpointType.REGIONAL],
-            policy=None if only_invoker is None else _only(only_invoker),
+            policy=None if only_invoker is None else _only(only_invoker, route_invokers),
             deploy_options=apigw.StageOptions(
                 stage_name=STAGE,
                 access_log_destination=apigw.LogGroupLogDestination(access_logs),
@@ -106,6 +122,15 @@ class ProxyApi(Construct):
     def grant_invoke(self, grantee: iam.IGrantable) -> None:
         grantee.grant_principal.add_to_principal_policy(self.invoke_statement())
 
+    def grant_invoke_route(self, grantee: iam.IGrantable, method: str, path: str) -> None:
+        """`grantee` may call `method` on `path` of this API's stage, and nothing else of it."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["execute-api:Invoke"],
+                resources=[self.api.arn_for_execute_api(method=method, path=path, stage=STAGE)],
+            )
+        )
+
     def invoke_statement(self) -> iam.PolicyStatement:
         return iam.PolicyStatement(
             actions=["execute-api:Invoke"],
@@ -113,21 +138,39 @@ class ProxyApi(Construct):
         )
 
 
-def _only(role: iam.IRole) -> iam.PolicyDocument:
-    return iam.PolicyDocument(
-        statements=[
+def _only(role: iam.IRole, route_invokers: tuple[RouteInvoker, ...]) -> iam.PolicyDocument:
+    admitted = [role.role_arn, *(invoker.role.role_arn for invoker in route_invokers)]
+    statements = [
+        iam.PolicyStatement(
+            principals=[iam.ArnPrincipal(role.role_arn)], actions=["execute-api:Invoke"], resources=[_EVERY_ROUTE]
+        ),
+        *(
             iam.PolicyStatement(
-                principals=[iam.ArnPrincipal(role.role_arn)], actions=["execute-api:Invoke"], resources=[_EVERY_ROUTE]
-            ),
+                principals=[iam.ArnPrincipal(invoker.role.role_arn)],
+                actions=["execute-api:Invoke"],
+                resources=[invoker.resource()],
+            )
+            for invoker in route_invokers
+        ),
+        iam.PolicyStatement(
+            effect=iam.Effect.DENY,
+            principals=[iam.AnyPrincipal()],
+            actions=["execute-api:Invoke"],
+            resources=[_EVERY_ROUTE],
+            conditions={"StringNotEquals": {"aws:PrincipalArn": admitted[0] if len(admitted) == 1 else admitted}},
+        ),
+        # A role admitted to one route is refused every other, whatever its identity policy says.
+        *(
             iam.PolicyStatement(
                 effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
+                principals=[iam.ArnPrincipal(invoker.role.role_arn)],
                 actions=["execute-api:Invoke"],
-                resources=[_EVERY_ROUTE],
-                conditions={"StringNotEquals": {"aws:PrincipalArn": role.role_arn}},
-            ),
-        ]
-    )
+                not_resources=[invoker.resource()],
+            )
+            for invoker in route_invokers
+        ),
+    ]
+    return iam.PolicyDocument(statements=statements)
 
 
 class ApiGatewayAccountRole(Construct):

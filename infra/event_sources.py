@@ -16,10 +16,10 @@ from infra.messaging import Messaging
 from shared import metric_names as names
 from shared.capacity import DEFAULT_CAPACITY, Capacity
 from shared.outbox import EVENT_PREFIX
+from shared.tables import CONSUMER_BATCH_SIZE
 
 RELAY_BATCH_SIZE = 100
 RELAY_RETRIES = 5
-CONSUMER_BATCH_SIZE = 10
 SWEEP_EVERY = SCHEDULED[names.SWEEPER]
 
 

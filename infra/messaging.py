@@ -1,9 +1,14 @@
 """SNS topic -> SQS events queue (raw delivery) with its DLQ, and the relay's on-failure queue
-(docs/ARCHITECTURE.md, D6)."""
+(docs/ARCHITECTURE.md, D6). Who may put an event on road 2 (D15): the topic admits Publish only from
+the relay's and the sweeper's roles, the events queue SendMessage only from the topic and from the
+operator's DLQ redrive role."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
@@ -27,6 +32,48 @@ class Messaging(Construct):
         self.queue = self._queue(EVENTS_QUEUE, dead_letter=self.dlq)
         self.relay_failures = self._queue(RELAY_FAILURES_QUEUE)
         self.topic.add_subscription(subscriptions.SqsSubscription(self.queue, raw_message_delivery=True))
+        # `saga dlq redrive` moves DLQ messages back as this role (receive and delete on the DLQ, send to
+        # the queue): the one principal besides the topic the queue admits. Any principal of the account
+        # whose own policy allows sts:AssumeRole on it may assume it.
+        self.redrive_role = iam.Role(
+            self,
+            "DlqRedriveRole",
+            assumed_by=iam.AccountRootPrincipal(),
+            description="loan saga: `saga dlq redrive` moves events DLQ messages back to the events queue",
+        )
+        self.dlq.grant_consume_messages(self.redrive_role)
+        self.queue.grant_send_messages(self.redrive_role)
+        self.queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["sqs:SendMessage"],
+                resources=[self.queue.queue_arn],
+                # Both must differ to deny (two keys of one operator are ANDed): SNS delivers with the topic
+                # as aws:SourceArn, the redrive sends as its role; a key the request lacks counts as
+                # differing. https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html
+                # and .../reference_policies_condition-logic-multiple-context-keys-or-values.html
+                conditions={
+                    "ArnNotEquals": {
+                        "aws:SourceArn": self.topic.topic_arn,
+                        "aws:PrincipalArn": self.redrive_role.role_arn,
+                    }
+                },
+            )
+        )
+
+    def admit_publishers(self, publishers: Sequence[iam.IRole]) -> None:
+        """The topic refuses Publish to every principal but `publishers` (their own policies grant it). A
+        negated operator over several values is their NOR: denied unless the principal is one of them."""
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={"ArnNotEquals": {"aws:PrincipalArn": [role.role_arn for role in publishers]}},
+            )
+        )
 
     def _queue(self, spec: QueueSpec, dead_letter: sqs.IQueue | None = None) -> sqs.Queue:
         return sqs.Queue(

@@ -35,6 +35,13 @@ _ON_ORCHESTRATOR_ROLE = {
         "API, so its routes are not separate resources."
     ),
 }
+_ON_CONSUMER_ROLE = {
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:{partition}:execute-api:{region}:{account}:"
+    "<{loans_api}>/v1/GET/journeys/*/ledger]": (
+        "The consumer may call one route of loans-api, GET /journeys/{journeyId}/ledger (the read that confirms "
+        "what road 2 applies, D15), for any journey: the '*' is the journey id in the path, not a wider route."
+    ),
+}
 _ON_AGENT_POLICY = {
     "AwsSolutions::AwsSolutions-IAM5[Resource::arn:{partition}:execute-api:{region}:{account}:"
     "<{orchestrator_api}>/v1/*/*]": (
@@ -72,6 +79,7 @@ ALL_REASONS = {
     **_ON_EVERY_FUNCTION_ROLE,
     **_ON_PUBLISHER_ROLES,
     **_ON_ORCHESTRATOR_ROLE,
+    **_ON_CONSUMER_ROLE,
     **_ON_AGENT_POLICY,
     **_ON_ACCOUNT_ROLE,
     **_ON_RELAY_FAILURES,
@@ -116,6 +124,8 @@ def acknowledge(
             rules |= _ON_PUBLISHER_ROLES
         if name == "orchestrator":
             rules |= _named(stack, _ON_ORCHESTRATOR_ROLE, loans_api=loans_api)
+        if name == "consumer":
+            rules |= _named(stack, _ON_CONSUMER_ROLE, loans_api=loans_api)
         _acknowledge(fn.role, rules)
     _acknowledge(agent_policy, _named(stack, _ON_AGENT_POLICY, orchestrator_api=orchestrator_api))
     if account_role is not None:

@@ -123,7 +123,8 @@ class Observability(Construct):
                            right=[publish_failures]),
             cw.GraphWidget(title="Consumer outcomes", width=8, left=[
                 saga_metric(names.CONSUMER, metric) for metric in
-                (names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_SKIPPED, names.EVENTS_FAILED)]),
+                (names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_SKIPPED, names.EVENTS_FAILED,
+                 names.EVENTS_REJECTED)]),
         )  # fmt: skip
         out_of_sync = saga_metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
         unreadable = saga_metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
@@ -221,6 +222,13 @@ class Observability(Construct):
                 "logs and its Errors and Throttles alarms.",
                 periods=SILENT_PERIODS[service],
             )
+        self._alarm(
+            "EventsRejected",
+            saga_metric(names.CONSUMER, names.EVENTS_REJECTED),
+            0,
+            "The consumer set aside a message loans-api did not commit (forged content, a seq beyond the ledger, "
+            "an edited redrive): nothing was applied. `saga dlq list` gives the reason; find who published it.",
+        )
         self._alarm(
             "UnreadableOutboxItems",
             unreadable,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import permissions
-from infra.apis import ApiGatewayAccountRole, ProxyApi, throttles
+from infra.apis import ApiGatewayAccountRole, ProxyApi, RouteInvoker, throttles
 from infra.audit import JourneyAudit
 from infra.data import DataTables
 from infra.event_sources import EventSources
@@ -20,6 +21,10 @@ from infra.observability import Observability, Watched
 from shared import metric_names as names
 from shared import tables
 from shared.capacity import DEFAULT_CAPACITY, Capacity
+from shared.loans_ledger import ledger_path
+
+# The one loans-api route the consumer calls: the ledger read that confirms what road 2 applies (D15).
+LEDGER_READ = ("GET", ledger_path("*"))
 
 
 class LoanSagaStack(Stack):
@@ -55,7 +60,9 @@ class LoanSagaStack(Stack):
             log_removal=keep,
             throttle=loans_throttle,
             only_invoker=fns.orchestrator.role,
-            description="loans-api: the system of record (internal: only the orchestrator calls it)",
+            route_invokers=(RouteInvoker(_role(fns.consumer), *LEDGER_READ),),
+            description="loans-api: the system of record (internal: the orchestrator calls it, the consumer "
+            "reads its ledgers)",
         )
         orchestrator_api = ProxyApi(
             self,
@@ -87,7 +94,9 @@ class LoanSagaStack(Stack):
                 fn.add_to_role_policy(statement)
         for outbox_worker in (fns.relay, fns.sweeper):
             messaging.topic.grant_publish(outbox_worker)
+        messaging.admit_publishers([_role(fns.relay), _role(fns.sweeper)])
         loans_api.grant_invoke(fns.orchestrator)
+        loans_api.grant_invoke_route(fns.consumer, *LEDGER_READ)
 
         fns.loans_api.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
         # Writer and sweeper agree on the pending index's shards (sized for the target rate).
@@ -96,6 +105,8 @@ class LoanSagaStack(Stack):
         fns.orchestrator.add_environment("LOANS_API_URL", loans_api.api.url.rstrip("/"))
         fns.orchestrator.add_environment("SIGN_LOANS_REQUESTS", "true")
         fns.consumer.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
+        fns.consumer.add_environment("LOANS_API_URL", loans_api.api.url.rstrip("/"))
+        fns.consumer.add_environment("SIGN_LOANS_REQUESTS", "true")
         for outbox_worker in (fns.relay, fns.sweeper):
             outbox_worker.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
             outbox_worker.add_environment("EVENTS_TOPIC_ARN", messaging.topic.topic_arn)
@@ -139,6 +150,7 @@ class LoanSagaStack(Stack):
             tables.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
             tables.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
             tables.OUTPUT_PENDING_SHARDS: str(capacity.pending_shards),
+            tables.OUTPUT_DLQ_REDRIVE_ROLE: messaging.redrive_role.role_arn,
             "DashboardName": self.observability.dashboard.dashboard_name,
             "AlarmTopicArn": self.observability.alarm_topic.topic_arn,
         }
@@ -153,3 +165,9 @@ class LoanSagaStack(Stack):
             relay_failures=messaging.relay_failures,
             account_role=None if account_role is None else account_role.role,
         )
+
+
+def _role(function: lambda_.Function) -> iam.IRole:
+    """The function's execution role (SagaFunctions gives every function one of its own)."""
+    assert function.role is not None
+    return function.role

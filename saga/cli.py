@@ -86,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         help="apply loans-api's newest event to each record that is mechanically behind, through the "
         "applier both roads use (never writes to loans-api)",
     )
+    audit.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="with --repair: re-project every other record out of sync (ahead of loans-api, diverged) from "
+        "loans-api's ledger, and say what changed (compare-and-swap on version, trail entry 'rebuild')",
+    )
 
     demo = commands.add_parser("demo", help="a scripted agent walks one journey through its links")
     target_options(demo)
@@ -178,7 +184,12 @@ def _journey(args: argparse.Namespace, target: Any) -> int:
 def _audit(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import journeys
 
-    report = journeys.audit(target, args.grace, args.repair, args.journey, args.since)
+    if args.rebuild and not args.repair:
+        print(
+            "saga audit: --rebuild needs --repair (a rebuild is a repair the applier would not make)", file=sys.stderr
+        )
+        return 2
+    report = journeys.audit(target, args.grace, args.repair, args.journey, args.since, rebuild=args.rebuild)
     _emit(report, args.json, journeys.audit_text(report))
     return 0 if report["agree"] and not report["unreadable"] else 1
 

@@ -29,10 +29,10 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from functions.orchestrator.loans_client import HttpRequester, SigV4Signer
 from saga.journey_tools import JourneyTools, ToolOutcome, problem
 from saga.openapi_tools import KEY_ARGUMENT
 from saga.orchestrator_api import HttpOrchestratorApi, TransportRetry, fetch_document
+from shared.loans_client import HttpRequester, SigV4Signer
 
 logger = logging.getLogger("saga.mcp")
 

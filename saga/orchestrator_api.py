@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 import urllib3
 
-from functions.orchestrator.loans_client import JsonHttpEndpoint
 from shared.idempotency import REPLAYED_HEADER
+from shared.loans_client import JsonHttpEndpoint
 
 DOCUMENT_PATH = "/openapi.json"
 

@@ -28,27 +28,64 @@ class Decision:
     record: ControlRecord  # the record to write when APPLIED, else the record as read
 
 
+def already_applied(record: ControlRecord, event: LoanEvent) -> bool:
+    """True when applying `event` to `record` is a no-op (D5): the record is at or past its seq."""
+    return event.seq <= record.lastAppliedSeq
+
+
 def decide(record: ControlRecord, event: LoanEvent, now: datetime, road: Road) -> Decision:
     """What applying `event`, brought by `road`, to `record` means. Pure."""
-    if event.seq <= record.lastAppliedSeq:
+    if already_applied(record, event):
         return Decision(Outcome.NOOP, record)
-    version = record.version + 1
-    trail = [*record.appliedBy, Application(seq=event.seq, road=road, at=now, version=version)]
-    bookkeeping = {
-        "version": version,
-        "lastAppliedSeq": event.seq,
-        "lastAppliedEventId": event.eventId,
-        "updatedAt": now,
-        "appliedBy": trail[-TRAIL_LENGTH:],
-    }
+    bookkeeping = _bookkeeping(record, event, now, road)
     if state_machine.is_terminal(record.currentState):
         # Terminal states are never left, but the record still tracks the truth's sequence.
         return Decision(Outcome.APPLIED, record.model_copy(update=bookkeeping))
     target = event.snapshot.state
     if not state_machine.can_reach(record.currentState, target):
         return Decision(Outcome.SKIPPED, record)
+    return Decision(Outcome.APPLIED, record.model_copy(update=_projection(record, event, now, bookkeeping)))
+
+
+def rebuild(record: ControlRecord, truth: LoanEvent, now: datetime) -> Decision:
+    """The record re-projected from loans-api's newest event, whatever the record says: an operator's
+    repair of a record that is ahead of the ledger or diverged from it (`saga audit --repair --rebuild`),
+    where `decide` would call the event a no-op or a terminal record would not move. Never used by a
+    road. NOOP when the record already shows exactly the truth; otherwise APPLIED with version + 1 and
+    a `rebuild` entry in the trail. Pure."""
+    if shows(record, truth):
+        return Decision(Outcome.NOOP, record)
+    projected = _projection(record, truth, now, _bookkeeping(record, truth, now, "rebuild"))
+    return Decision(Outcome.APPLIED, record.model_copy(update=projected))
+
+
+def shows(record: ControlRecord, truth: LoanEvent) -> bool:
+    """True when `record` holds exactly what `truth` says: its seq, its event and its loan state."""
+    return (
+        record.lastAppliedSeq == truth.seq
+        and record.lastAppliedEventId == truth.eventId
+        and record.loan_view() == truth.snapshot
+    )
+
+
+def _bookkeeping(record: ControlRecord, event: LoanEvent, now: datetime, road: Road) -> dict[str, object]:
+    version = record.version + 1
+    trail = [*record.appliedBy, Application(seq=event.seq, road=road, at=now, version=version)]
+    return {
+        "version": version,
+        "lastAppliedSeq": event.seq,
+        "lastAppliedEventId": event.eventId,
+        "updatedAt": now,
+        "appliedBy": trail[-TRAIL_LENGTH:],
+    }
+
+
+def _projection(
+    record: ControlRecord, event: LoanEvent, now: datetime, bookkeeping: dict[str, object]
+) -> dict[str, object]:
     snapshot = event.snapshot
-    projected = {
+    target = snapshot.state
+    return {
         **bookkeeping,
         "currentState": target,
         "simulation": snapshot.simulation,
@@ -57,7 +94,6 @@ def decide(record: ControlRecord, event: LoanEvent, now: datetime, road: Road) -
         "simulationsLeft": snapshot.simulationsLeft,
         "stateEnteredAt": record.stateEnteredAt if target == record.currentState else now,
     }
-    return Decision(Outcome.APPLIED, record.model_copy(update=projected))
 
 
 class ControlRecordStore(Protocol):
@@ -106,3 +142,17 @@ class EventApplier:
             if self._store.replace(decision.record, expected_version=record.version):
                 return decision
         raise StoreContention(f"journey {event.journeyId}: {self._max_attempts} CAS attempts lost")
+
+    def rebuild(self, truth: LoanEvent) -> Decision:
+        """Re-project the journey's record from `truth`, loans-api's newest event (`rebuild`): a CAS on
+        the version read, so a road that moves the record meanwhile makes this read and decide again."""
+        for _ in range(self._max_attempts):
+            record = self._store.get(truth.journeyId)
+            if record is None:
+                raise JourneyNotFound(truth.journeyId)
+            decision = rebuild(record, truth, self._clock())
+            if decision.outcome is not Outcome.APPLIED:
+                return decision
+            if self._store.replace(decision.record, expected_version=record.version):
+                return decision
+        raise StoreContention(f"journey {truth.journeyId}: {self._max_attempts} CAS attempts lost")

@@ -16,7 +16,8 @@ from shared.events import (
     SimulationSummary,
 )
 
-Road = Literal["reply", "outbox", "catch-up", "repair"]
+# `rebuild`: an operator re-projected the record from loans-api's ledger (`saga audit --repair --rebuild`).
+Road = Literal["reply", "outbox", "catch-up", "repair", "rebuild"]
 # The newest applications a Control Record keeps (a typical journey has 4-6 events): enough for an
 # operator to see how the record got where it is, small enough to keep the item near 1 KB.
 TRAIL_LENGTH = 6
@@ -56,7 +57,7 @@ class ControlRecord(Message):
     appliedBy: list[Application] = Field(
         default_factory=list,
         description="The newest changes to this record: which event (seq), brought by which road (the reply of "
-        "loans-api, the outbox, a catch-up read, an operator's repair), when, and the version it made.",
+        "loans-api, the outbox, a catch-up read, an operator's repair or rebuild), when, and the version it made.",
     )
 
     def loan_view(self) -> LoanSnapshot:

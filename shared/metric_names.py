@@ -26,6 +26,8 @@ EVENTS_APPLIED = "EventsApplied"
 EVENTS_DEDUPLICATED = "EventsDeduplicated"
 EVENTS_SKIPPED = "EventsSkipped"
 EVENTS_FAILED = "EventsFailed"
+# Messages the consumer set aside: not what loans-api committed (D15); counted at each receive.
+EVENTS_REJECTED = "EventsRejected"
 JOURNEYS_OUT_OF_SYNC = "JourneysOutOfSync"
 OLDEST_OUT_OF_SYNC_AGE_SECONDS = "OldestOutOfSyncAgeSeconds"
 JOURNEYS_AUDITED = "JourneysAudited"

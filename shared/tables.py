@@ -74,6 +74,9 @@ JOURNEYS_TABLE = TableSpec(logical_id="JourneysTable", local_name="journeys")
 # The consumer's timeout; the events queue's visibility timeout is 6x this (AWS guidance for SQS
 # event sources), so a message is not redelivered while a batch is still being applied.
 CONSUMER_TIMEOUT_SECONDS = 20
+# Messages per consumer invocation (the event source mapping's batch size): a batch whose every message
+# needs a ledger read still fits CONSUMER_TIMEOUT_SECONDS (tests/unit/test_consumer.py).
+CONSUMER_BATCH_SIZE = 10
 EVENTS_DLQ = QueueSpec(logical_id="EventsDlq", local_name="loan-events-dlq", retention_days=14)
 EVENTS_QUEUE = QueueSpec(
     logical_id="EventsQueue",
@@ -96,3 +99,4 @@ OUTPUT_EVENTS_DLQ = "EventsDlqUrl"
 OUTPUT_RELAY_FAILURES = "RelayFailuresQueueUrl"
 OUTPUT_AGENT_POLICY = "AgentInvokePolicyArn"
 OUTPUT_PENDING_SHARDS = "PendingShards"
+OUTPUT_DLQ_REDRIVE_ROLE = "DlqRedriveRoleArn"

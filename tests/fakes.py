@@ -26,7 +26,6 @@ from functions.loans_api.service import LoansService
 from functions.loans_api.store import CommitOutcome, CommitStatus
 from functions.orchestrator import keys
 from functions.orchestrator.deadline import RequestDeadline
-from functions.orchestrator.loans_client import HttpLoansClient
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.service import AgentKey, JourneyService
@@ -40,6 +39,7 @@ from shared.events import LoanEvent
 from shared.guards import guarded
 from shared.idempotency import Answer, Receipt, fingerprint
 from shared.lease import Lease, may_take
+from shared.loans_client import HttpLoansClient
 from tests.support import quiet_metrics
 
 

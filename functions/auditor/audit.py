@@ -104,6 +104,10 @@ def repair_command(journey_id: str) -> str:
     return f"saga audit --repair --journey {journey_id}"
 
 
+def rebuild_command(journey_id: str) -> str:
+    return f"saga audit --repair --rebuild --journey {journey_id}"
+
+
 def judge(record: ControlRecord | None, truth: Truth, evidence: Evidence, now: datetime) -> Finding | None:
     """None when the record agrees with the truth; otherwise what differs and what to do about it."""
     truth_view = JourneyView.of_snapshot(truth.snapshot, truth.seq)
@@ -161,15 +165,24 @@ def _repair(record: ControlRecord, truth: JourneyView, evidence: Evidence, now: 
     event = evidence.newest_event
     if event is None:
         return False, "no mechanical repair: loans-api's newest event is not readable (expired or malformed)"
+    # Otherwise an operator may re-project the record from the ledger (a rebuild, never automatic).
+    rebuild = f"; to re-project the record from loans-api's ledger: {rebuild_command(record.journeyId)}"
     decision = decide(record, event, now, "repair")
+    if decision.outcome is Outcome.NOOP:
+        return False, (
+            f"no mechanical repair: the applier would leave the record alone (noop: the record is at seq "
+            f"{record.lastAppliedSeq}, at or past loans-api's {event.seq}){rebuild}"
+        )
     if decision.outcome is not Outcome.APPLIED:
         return False, (
             f"no mechanical repair: the applier would leave the record alone ({decision.outcome.value}:"
-            f" {record.currentState} -> {event.snapshot.state} is not a transition it makes)"
+            f" {record.currentState} -> {event.snapshot.state} is not a transition it makes){rebuild}"
         )
     left = differences(JourneyView.of_record(decision.record), truth)
     if left:
-        return False, f"no mechanical repair: after the newest event the record would still differ ({'; '.join(left)})"
+        return False, (
+            f"no mechanical repair: after the newest event the record would still differ ({'; '.join(left)}){rebuild}"
+        )
     return True, repair_command(record.journeyId)
 
 
@@ -177,16 +190,32 @@ def _age(since: datetime, now: datetime) -> float:
     return round(max(0.0, (now - since).total_seconds()), 3)
 
 
+@dataclass(frozen=True)
+class Rebuilt:
+    """What a rebuild changed in one record: state and seq before and after, the version it made."""
+
+    journeyId: str
+    stateBefore: str
+    stateAfter: str
+    seqBefore: int
+    seqAfter: int
+    version: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 @dataclass
 class AuditReport:
     """One audit: how many journeys were compared, which disagree past the grace period (listed),
-    which disagree within it (the roads may still bring them), and what a repair did."""
+    which disagree within it (the roads may still bring them), and what a repair or rebuild did."""
 
     audited: int = 0
     outOfSync: list[Finding] = field(default_factory=list)
     withinGrace: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    rebuilt: list[Rebuilt] = field(default_factory=list)
 
     @property
     def oldest_age_seconds(self) -> float:
@@ -200,5 +229,6 @@ class AuditReport:
             "oldestOutOfSyncAgeSeconds": self.oldest_age_seconds,
             "withinGrace": self.withinGrace,
             "repaired": self.repaired,
+            "rebuilt": [r.to_json() for r in self.rebuilt],
             "unreadable": self.unreadable,
         }

@@ -12,7 +12,7 @@ from itertools import islice
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.auditor.audit import AuditReport, Evidence, Finding, Truth, judge
+from functions.auditor.audit import AuditReport, Evidence, Finding, Kind, Rebuilt, Truth, judge
 from functions.auditor.store import AuditState, AuditStateConflict, ChangeFinder, DynamoAuditState, TruthReader
 from shared import event_ids
 from shared import metric_names as names
@@ -40,16 +40,18 @@ class JourneyAuditor:
         self._clock = clock
         self._grace = grace_seconds
 
-    def audit(self, journey_ids: Iterable[str], repair: bool = False) -> AuditReport:
+    def audit(self, journey_ids: Iterable[str], repair: bool = False, rebuild: bool = False) -> AuditReport:
         """Compare every journey in `journey_ids`; with `repair`, apply loans-api's newest event to each
         record out of sync past the grace period whose fix is mechanical, then judge it again (the report
-        says what it is now)."""
+        says what it is now). With `rebuild` too (an operator's explicit choice, never the scheduled
+        audit's), a record out of sync that no repair fixes (ahead of loans-api, diverged, or terminal
+        against the truth) is re-projected from loans-api's newest event."""
         report = AuditReport()
         for chunk in _chunks(journey_ids, CHUNK):
-            self._audit_chunk(chunk, repair, report)
+            self._audit_chunk(chunk, repair, rebuild and repair, report)
         return report
 
-    def _audit_chunk(self, journey_ids: list[str], repair: bool, report: AuditReport) -> None:
+    def _audit_chunk(self, journey_ids: list[str], repair: bool, rebuild: bool, report: AuditReport) -> None:
         ledgers = self._truths.ledgers(journey_ids)
         records = self._records.get_many(list(ledgers.truths))
         report.unreadable += ledgers.unreadable
@@ -57,8 +59,11 @@ class JourneyAuditor:
         for journey_id, truth in ledgers.truths.items():
             finding = self._judge(records.get(journey_id), truth)
             # Within the grace period the roads may still deliver: only what is overdue is repaired.
-            if finding is not None and repair and finding.repairable and finding.ageSeconds >= self._grace:
+            overdue = finding is not None and finding.ageSeconds >= self._grace
+            if finding is not None and overdue and repair and finding.repairable:
                 finding = self._repair(finding, records[journey_id], truth, report)
+            elif finding is not None and overdue and rebuild and finding.kind is not Kind.NO_CONTROL_RECORD:
+                finding = self._rebuild(finding, records[journey_id], truth, report)
             if finding is None:
                 continue
             if finding.ageSeconds >= self._grace:
@@ -102,6 +107,24 @@ class JourneyAuditor:
         )
         if decision.outcome is Outcome.APPLIED:
             report.repaired.append(finding.journeyId)
+        return self._judge(self._records.get(finding.journeyId), truth)
+
+    def _rebuild(self, finding: Finding, record: ControlRecord, truth: Truth, report: AuditReport) -> Finding | None:
+        event = self._evidence(record, truth).newest_event
+        if event is None:  # nothing readable to project from: the finding stays as it is
+            return finding
+        decision = self._applier.rebuild(event)
+        if decision.outcome is Outcome.APPLIED:
+            rebuilt = Rebuilt(
+                journeyId=finding.journeyId,
+                stateBefore=record.currentState,
+                stateAfter=decision.record.currentState,
+                seqBefore=record.lastAppliedSeq,
+                seqAfter=decision.record.lastAppliedSeq,
+                version=decision.record.version,
+            )
+            report.rebuilt.append(rebuilt)
+            logger.warning("rebuilt a Control Record from loans-api's ledger", extra=rebuilt.to_json())
         return self._judge(self._records.get(finding.journeyId), truth)
 
 

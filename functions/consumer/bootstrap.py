@@ -1,14 +1,16 @@
-"""Composition root of the consumer: an SQS batch handler reporting partial batch failures."""
+"""Composition root of the consumer: an SQS batch handler reporting partial batch failures, with
+loans-api's ledger read (signed HTTP in AWS) to confirm what it would apply."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+import urllib3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from functions.consumer.service import EventConsumer, MalformedEvent
+from functions.consumer.service import EventConsumer, EventRejected, MalformedEvent
 from functions.consumer.settings import ConsumerSettings
 from shared import aws
 from shared.applier import EventApplier
@@ -16,19 +18,38 @@ from shared.clock import utc_now
 from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore
 from shared.entry_points import Handler
+from shared.loans_client import HttpLoansClient, HttpRequester, SigV4Signer, TransientLoansError
+from shared.loans_ledger import LoansLedger
 
 logger = Logger(child=True)
 
 
-def build_consumer(settings: ConsumerSettings, metrics: Metrics) -> EventConsumer:
+def ledger_read_seconds(settings: ConsumerSettings) -> float:
+    """The worst case of one ledger read: connect and read timeouts both run out."""
+    return settings.loans_connect_timeout + settings.loans_read_timeout
+
+
+def build_ledger(settings: ConsumerSettings, http: HttpRequester | None = None) -> LoansLedger:
+    """loans-api's ledger read over (signed, in AWS) HTTP: one attempt per read, no retries."""
+    signer = SigV4Signer(aws.credentials, settings.region) if settings.sign_loans_requests else None
+    client = HttpLoansClient(
+        settings.loans_api_url,
+        http or cast(HttpRequester, urllib3.PoolManager(maxsize=4)),
+        urllib3.Timeout(connect=settings.loans_connect_timeout, read=settings.loans_read_timeout),
+        signer,
+    )
+    return LoansLedger(client)
+
+
+def build_consumer(settings: ConsumerSettings, metrics: Metrics, http: HttpRequester | None = None) -> EventConsumer:
     store = DynamoControlRecordStore(
         aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.journeys_table_name
     )
-    return EventConsumer(EventApplier(store, clock=utc_now), store, metrics)
+    return EventConsumer(EventApplier(store, clock=utc_now), store, build_ledger(settings, http), metrics)
 
 
-def build(settings: ConsumerSettings, metrics: Metrics) -> Handler:
-    consumer = build_consumer(settings, metrics)
+def build(settings: ConsumerSettings, metrics: Metrics, http: HttpRequester | None = None) -> Handler:
+    consumer = build_consumer(settings, metrics, http)
     known: dict[str, ControlRecord] = {}
 
     def record_handler(record: SQSRecord) -> None:
@@ -38,6 +59,28 @@ def build(settings: ConsumerSettings, metrics: Metrics) -> Handler:
             # No stack trace: the reason is the whole story, and `saga dlq list` repeats it.
             logger.error(
                 "message unreadable: it is retried, then moves to the DLQ",
+                extra={
+                    "message_id": record.message_id,
+                    "receive_count": record.attributes.approximate_receive_count,
+                    "reason": str(error),
+                },
+            )
+            raise
+        except EventRejected as error:
+            # Not applied, and never will be: set aside for an operator (no stack trace, as above).
+            logger.error(
+                "message rejected: not what loans-api committed; it is retried, then moves to the DLQ",
+                extra={
+                    "message_id": record.message_id,
+                    "receive_count": record.attributes.approximate_receive_count,
+                    "reason": str(error),
+                },
+            )
+            raise
+        except TransientLoansError as error:
+            # loans-api could not confirm the event now: the message waits for SQS to redeliver it.
+            logger.warning(
+                "loans-api unavailable: the message is retried after the queue's visibility timeout",
                 extra={
                     "message_id": record.message_id,
                     "receive_count": record.attributes.approximate_receive_count,

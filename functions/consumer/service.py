@@ -1,5 +1,7 @@
 """Road 2's second half: apply an outbox event from the queue through the same applier as road 1.
-Nearly every event is already applied (a no-op); stale and out-of-order events converge."""
+Nearly every event is already applied (a no-op, decided on the batch's one read). A message is a
+claim, not a fact (D15): one the applier would act on is confirmed against loans-api's ledger first,
+and what the ledger says is applied, never the message."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shared import metric_names as names
-from shared.applier import EventApplier, Outcome
+from shared.applier import EventApplier, Outcome, already_applied
 from shared.control_record import ControlRecord
-from shared.events import UnreadableEvent, parse_event
+from shared.errors import JourneyNotFound
+from shared.events import LoanEvent, UnreadableEvent, parse_event
 
 logger = Logger(child=True)
 
@@ -28,16 +31,56 @@ class RecordReader(Protocol):
         ...
 
 
+class Ledger(Protocol):
+    """Port: loans-api's ledger (shared/loans_ledger.py's LoansLedger over signed HTTP)."""
+
+    def latest_event(self, journey_id: str) -> LoanEvent | None:
+        """The journey's newest committed event, None if it has none; TransientLoansError when
+        loans-api cannot answer now."""
+        ...
+
+
 class MalformedEvent(Exception):
     """The message is not an event this consumer can apply (not JSON, not the shared schema, or an
     event type it does not know); it is retried and then lands in the DLQ, where `saga dlq list`
     gives the same reason. Nothing is lost and nothing else in the batch is blocked."""
 
 
+class EventRejected(Exception):
+    """The message is not what loans-api committed (forged content, a seq beyond the ledger, an edited
+    redrive): nothing is applied; it is retried (the same answer each time) and set aside in the DLQ,
+    where `saga dlq list` gives the same reason."""
+
+
+def confirmed(claim: LoanEvent, ledger_last: LoanEvent | None) -> LoanEvent:
+    """The event to apply for a message claiming `claim`, given the ledger's newest event: the ledger's
+    own when it is at or past the claim and agrees with it; EventRejected otherwise. Pure.
+
+    At the claim's seq the whole event must be the ledger's (id, type, time, snapshot). Past it, the
+    ledger's newest event is the truth the claim is an older step of: applying it is what applying the
+    claim would eventually lead to, and no part of the message is used."""
+    if ledger_last is None:
+        raise EventRejected(
+            f"loans-api has no ledger for journey {claim.journeyId}: the message claims seq {claim.seq}"
+        )
+    if ledger_last.seq < claim.seq:
+        raise EventRejected(
+            f"seq {claim.seq} is beyond loans-api's ledger for journey {claim.journeyId} (at seq {ledger_last.seq})"
+        )
+    if ledger_last.seq == claim.seq and ledger_last.model_dump(mode="json") != claim.model_dump(mode="json"):
+        what = "eventId" if ledger_last.eventId != claim.eventId else "content"
+        raise EventRejected(
+            f"the message's {what} differs from what loans-api committed at seq {claim.seq} of journey "
+            f"{claim.journeyId} (eventId {ledger_last.eventId})"
+        )
+    return ledger_last
+
+
 class EventConsumer:
-    def __init__(self, applier: EventApplier, store: RecordReader, metrics: Metrics) -> None:
+    def __init__(self, applier: EventApplier, store: RecordReader, ledger: Ledger, metrics: Metrics) -> None:
         self._applier = applier
         self._store = store
+        self._ledger = ledger
         self._metrics = metrics
 
     def prefetch(self, bodies: list[str]) -> dict[str, ControlRecord]:
@@ -53,30 +96,50 @@ class EventConsumer:
 
     def consume(self, body: str, known: dict[str, ControlRecord] | None = None) -> Outcome:
         """Apply one message body. Raises for a message that must be retried (and, after its
-        receives, land in the DLQ): malformed, or about a journey that does not exist. `known`
+        receives, land in the DLQ): malformed (MalformedEvent), not what loans-api committed
+        (EventRejected), about a journey that does not exist, or loans-api unreachable. `known`
         holds records already read for this batch; it is kept up to date as events apply."""
         try:
-            event = parse_event(body)
+            claim = parse_event(body)
         except UnreadableEvent as error:
-            self._metrics.add_metric(name=names.EVENTS_FAILED, unit=MetricUnit.Count, value=1)
+            self._count(names.EVENTS_FAILED)
             raise MalformedEvent(error.reason) from error
         known = {} if known is None else known
         try:
-            decision = self._applier.apply(event, "outbox", current=known.get(event.journeyId), confirm_noop=False)
-            known[event.journeyId] = decision.record
-        except Exception:
-            self._metrics.add_metric(name=names.EVENTS_FAILED, unit=MetricUnit.Count, value=1)
+            record = known.get(claim.journeyId) or self._read(claim.journeyId)
+            if already_applied(record, claim):
+                event, outcome = claim, Outcome.NOOP  # as cheap as ever: no ledger read, no write
+            else:
+                event = confirmed(claim, self._ledger.latest_event(claim.journeyId))
+                decision = self._applier.apply(event, "outbox", current=record, confirm_noop=False)
+                known[claim.journeyId] = record = decision.record
+                outcome = decision.outcome
+        except EventRejected:
+            self._count(names.EVENTS_REJECTED)
             raise
-        self._metrics.add_metric(name=_METRIC[decision.outcome], unit=MetricUnit.Count, value=1)
-        log = logger.warning if decision.outcome is Outcome.SKIPPED else logger.info
+        except Exception:
+            self._count(names.EVENTS_FAILED)
+            raise
+        self._count(_METRIC[outcome])
+        log = logger.warning if outcome is Outcome.SKIPPED else logger.info
         log(
             "event consumed",
             extra={
-                "event_id": event.eventId,
-                "journey_id": event.journeyId,
-                "seq": event.seq,
-                "outcome": decision.outcome.value,
-                "version": decision.record.version,
+                "event_id": claim.eventId,
+                "journey_id": claim.journeyId,
+                "seq": claim.seq,
+                "applied_seq": event.seq,
+                "outcome": outcome.value,
+                "version": record.version,
             },
         )
-        return decision.outcome
+        return outcome
+
+    def _read(self, journey_id: str) -> ControlRecord:
+        record = self._store.get_many([journey_id]).get(journey_id)
+        if record is None:
+            raise JourneyNotFound(journey_id)
+        return record
+
+    def _count(self, name: str) -> None:
+        self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)

@@ -5,3 +5,12 @@ from shared.settings import BaseSettings
 
 class ConsumerSettings(BaseSettings):
     journeys_table_name: str
+    # loans-api, whose ledger confirms every event the consumer would apply (D15).
+    loans_api_url: str
+    # SigV4-sign the ledger reads (an IAM-authorized API Gateway); off locally.
+    sign_loans_requests: bool = False
+    # One attempt per ledger read, no retries here: a failed read fails the message, and SQS redelivers
+    # it after the queue's visibility timeout. A batch's worst case (every message needs a read and
+    # every read times out) fits the function's timeout (tests/unit/test_consumer.py holds it to that).
+    loans_connect_timeout: float = 0.3
+    loans_read_timeout: float = 1.2

@@ -14,7 +14,6 @@ from uuid6 import uuid7
 
 from functions.orchestrator.api import create_app
 from functions.orchestrator.deadline import RequestDeadline
-from functions.orchestrator.loans_client import HttpLoansClient, HttpRequester, SigV4Signer
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.service import JourneyService
@@ -25,6 +24,7 @@ from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.entry_points import Handler
 from shared.guards import guarded
+from shared.loans_client import HttpLoansClient, HttpRequester, SigV4Signer
 
 # The orchestrator's own DynamoDB calls get a small budget: each call is started only if its worst
 # case fits the request's deadline (tests/integration/test_deadline.py runs every command's worst case).

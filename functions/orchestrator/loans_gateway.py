@@ -10,13 +10,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
 from functions.orchestrator import keys
-from functions.orchestrator.loans_client import LoansClient, LoansReply, LoansRequest
 from shared.control_record import ControlRecord
-from shared.errors import BusinessRuleViolated, IdempotencyKeyReused, InvariantBroken, LedgerMoved, UpstreamRejected
+from shared.errors import BusinessRuleViolated, IdempotencyKeyReused, InvariantBroken, LedgerMoved
 from shared.events import LoanEvent
+from shared.loans_client import LoansClient, LoansRequest
+from shared.loans_ledger import LoansLedger, event_in, require_success
 
 # loans-api's problem type for a key sent with a different request (shared.problems).
 _KEY_REUSED_TYPE = "urn:loan-saga:problem:idempotency-key-reused"
@@ -37,6 +36,7 @@ class Committed:
 class LoansGateway:
     def __init__(self, client: LoansClient) -> None:
         self._client = client
+        self._ledger = LoansLedger(client)
 
     def create_simulation(
         self, record: ControlRecord, nonce: str, amount: Decimal, term_months: int, origin: str
@@ -68,11 +68,7 @@ class LoansGateway:
     def latest_event(self, journey_id: str) -> LoanEvent | None:
         """The newest event of loans-api's ledger for the journey (applying it brings a Control
         Record up to the truth), or None while the journey has had no command. One read."""
-        reply = self._client.send(LoansRequest("GET", f"/journeys/{journey_id}/ledger"))
-        if reply.status == 404:
-            return None
-        _require_success(reply, "GET /journeys/{id}/ledger")
-        return _event(reply, "GET /journeys/{id}/ledger", "lastEvent")
+        return self._ledger.latest_event(journey_id)
 
     def _command(
         self, path: str, body: dict[str, Any] | None, key: str, decided_on: ControlRecord, origin: str
@@ -85,8 +81,8 @@ class LoansGateway:
         if reply.status == 422 and reply.body.get("type") == _KEY_REUSED_TYPE:
             # Never echo the downstream key: it is ours, not the agent's.
             raise IdempotencyKeyReused("this Idempotency-Key was already used for a different request")
-        _require_success(reply, f"POST {path}")
-        event = _event(reply, f"POST {path}", "event")
+        require_success(reply, f"POST {path}")
+        event = event_in(reply, f"POST {path}", "event")
         return Committed(event, reply.replayed, by_earlier_request=_by_earlier_request(reply, origin))
 
 
@@ -107,16 +103,3 @@ def _held(part: _Part | None, record: ControlRecord, name: str) -> _Part:
     if part is None:
         raise InvariantBroken(f"journey {record.journeyId} is {record.currentState} and holds no {name}")
     return part
-
-
-def _event(reply: LoansReply, what: str, field: str) -> LoanEvent:
-    try:
-        return LoanEvent.model_validate(reply.body[field])
-    except (KeyError, ValidationError) as error:
-        raise UpstreamRejected(f"loans-api answered {what} without a valid event") from error
-
-
-def _require_success(reply: LoansReply, what: str) -> None:
-    if not 200 <= reply.status < 300:
-        detail = reply.body.get("detail", "") if isinstance(reply.body, dict) else ""
-        raise UpstreamRejected(f"loans-api refused {what} with {reply.status}: {detail}")

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from aws_lambda_powertools import Logger
 
 from functions.orchestrator.deadline import RequestDeadline
-from functions.orchestrator.loans_client import LoansClient, LoansReply, LoansRequest, TransientLoansError
 from shared.errors import UpstreamUnavailable
+from shared.loans_client import LoansClient, LoansReply, LoansRequest, TransientLoansError
 
 logger = Logger(child=True)
 

@@ -14,6 +14,7 @@ from aws_lambda_powertools import Logger
 
 from saga.local.apigw import LambdaContextStub
 from shared.entry_points import Handler
+from shared.tables import CONSUMER_BATCH_SIZE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
@@ -132,7 +133,7 @@ class SqsPoller:
         queue_arn: str,
         handler: Handler,
         function_name: str = "consumer",
-        batch_size: int = 10,
+        batch_size: int = CONSUMER_BATCH_SIZE,  # the stack's event source mapping's
         redelivery_seconds: int | None = None,
     ) -> None:
         self._sqs = sqs

@@ -170,11 +170,11 @@ class LocalRuntime:
             thread.join()
         for rule in c.aws_faults:
             self._moto.faults.add(rule)
-        self._start_pollers(resources, metrics)
+        self._start_pollers(resources, metrics, loans_server.url)
         self._ready.set()
         return self
 
-    def _start_pollers(self, resources: LocalResources, metrics: Metrics) -> None:
+    def _start_pollers(self, resources: LocalResources, metrics: Metrics, loans_api_url: str) -> None:
         c = self.config
         endpoint = resources.endpoint_url
         relay_settings = RelaySettings(
@@ -206,8 +206,13 @@ class LocalRuntime:
         queue_arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
+        # The consumer confirms what it would apply against loans-api's ledger over real HTTP, straight to
+        # loans-api's server (a fault proxy set in `loans_api_url` cuts road 1 only).
         consumer_settings = ConsumerSettings(
-            region=c.region, aws_endpoint_url=endpoint, journeys_table_name=resources.journeys_table
+            region=c.region,
+            aws_endpoint_url=endpoint,
+            journeys_table_name=resources.journeys_table,
+            loans_api_url=loans_api_url,
         )
         consumer: Handler = self._container("consumer", entry_points.CONSUMER, consumer_settings, names.CONSUMER)
         if c.consumer_wrapper is not None:

@@ -147,9 +147,12 @@ def audit(
     repair: bool = False,
     journey_ids: list[str] | None = None,
     since_seconds: float | None = None,
+    rebuild: bool = False,
 ) -> dict[str, Any]:
     """Compare Control Records with loans-api's ledgers: the given journeys, those changed in the last
-    `since_seconds` (the changes index), or every journey (a scan of the ledgers)."""
+    `since_seconds` (the changes index), or every journey (a scan of the ledgers). `repair` applies
+    loans-api's newest event where that is mechanical; `rebuild` (with `repair`) re-projects the other
+    records out of sync from the ledger."""
     settings = AuditorSettings(
         region=target.region,
         aws_endpoint_url=target.endpoint_url,
@@ -171,7 +174,11 @@ def audit(
     else:
         candidates = changes.all_journeys()
         scope = "every journey (a scan of loans-api's ledgers)"
-    return {"scope": scope, "graceSeconds": grace_seconds, **auditor.audit(candidates, repair=repair).to_json()}
+    return {
+        "scope": scope,
+        "graceSeconds": grace_seconds,
+        **auditor.audit(candidates, repair=repair, rebuild=rebuild).to_json(),
+    }
 
 
 def audit_text(report: dict[str, Any]) -> str:
@@ -180,6 +187,12 @@ def audit_text(report: dict[str, Any]) -> str:
     lines = [f"audited {report['audited']} journey(s): {report['scope']}; grace {report['graceSeconds']:g} s"]
     for journey_id in report["repaired"]:
         lines.append(f"repaired {journey_id}: applied loans-api's newest event")
+    for rebuilt in report["rebuilt"]:
+        lines.append(
+            f"rebuilt {rebuilt['journeyId']} from loans-api's ledger: state {rebuilt['stateBefore']} -> "
+            f"{rebuilt['stateAfter']}, seq {rebuilt['seqBefore']} -> {rebuilt['seqAfter']} "
+            f"(version {rebuilt['version']})"
+        )
     for finding in report["outOfSync"]:
         lines += [
             f"OUT OF SYNC {finding['journeyId']}  ({finding['kind']}, for {finding['ageSeconds']:.0f} s, "

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from functions.consumer.service import EventRejected, Ledger, confirmed
+from functions.loans_api.store import DynamoLoanStore
 from functions.relay.outbox_store import DynamoOutboxStore
 from saga.ops.target import Target
+from shared.applier import already_applied
 from shared.clock import utc_now
 from shared.control_store import DynamoControlRecordStore
-from shared.events import UnreadableEvent, parse_event
+from shared.events import LoanEvent, UnreadableEvent, parse_event
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -118,15 +121,33 @@ def _peek(target: Target, limit: int) -> list[MessageTypeDef]:
     return list(seen.values())[:limit]
 
 
-def diagnose(body: str, journeys: DynamoControlRecordStore) -> dict[str, Any]:
-    """Why a DLQ message failed, as far as its body and the Control Records tell (the consumer's
-    own reason, for an unreadable one: the same parser decides)."""
+class _TableLedger:
+    """loans-api's ledger as the operator's tools read it (straight from its table, as the audit does)."""
+
+    def __init__(self, store: DynamoLoanStore) -> None:
+        self._store = store
+
+    def latest_event(self, journey_id: str) -> LoanEvent | None:
+        return self._store.read_ledger(journey_id).last_event
+
+
+def diagnose(body: str, journeys: DynamoControlRecordStore, ledger: Ledger | None = None) -> dict[str, Any]:
+    """Why a DLQ message failed, as far as its body, the Control Records and loans-api's ledger tell:
+    the consumer's own reason for an unreadable message or one loans-api did not commit (the same
+    parser and the same confirmation decide)."""
     try:
         event = parse_event(body)
     except UnreadableEvent as error:
         fields = _loose_fields(body)
         return {**fields, "reason": error.reason}
-    reason = "unknown journey" if journeys.get(event.journeyId) is None else "failed when applied (see consumer logs)"
+    record = journeys.get(event.journeyId)
+    reason = "unknown journey" if record is None else "failed when applied (see consumer logs)"
+    if record is not None and ledger is not None and not already_applied(record, event):
+        try:
+            confirmed(event, ledger.latest_event(event.journeyId))
+            reason = "committed by loans-api, not applied (was loans-api unreachable? see consumer logs): redrive it"
+        except EventRejected as rejected:
+            reason = f"rejected: {rejected}"
     return {"eventId": event.eventId, "type": event.type, "journeyId": event.journeyId, "reason": reason}
 
 
@@ -146,20 +167,22 @@ def _loose_fields(body: str) -> dict[str, Any]:
 def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
     """Up to `limit` DLQ messages, each with why it failed (`diagnose`); none is consumed."""
     journeys = DynamoControlRecordStore(target.dynamodb(), target.journeys_table)
+    ledger = _TableLedger(DynamoLoanStore(target.dynamodb(), target.loans_table))
     return [
         {
             "messageId": m["MessageId"],
             "receiveCount": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
-            **diagnose(m["Body"], journeys),
+            **diagnose(m["Body"], journeys, ledger),
         }
         for m in _peek(target, limit)
     ]
 
 
 def dlq_redrive(target: Target, dry_run: bool, limit: int) -> list[dict[str, Any]]:
-    """Move up to `limit` DLQ messages back to the events queue (a redrive of an applied event is
-    a harmless no-op: the consumer is idempotent)."""
-    sqs = target.sqs()
+    """Move up to `limit` DLQ messages back to the events queue, as the DLQ redrive role where the target
+    has one (a redrive of an applied event is a harmless no-op: the consumer is idempotent; an edited one
+    is confirmed against loans-api's ledger like any other message, and set aside again)."""
+    sqs = target.redrive_sqs()
     moved: list[dict[str, Any]] = []
     while len(moved) < limit:
         batch = sqs.receive_message(

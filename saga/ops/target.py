@@ -7,10 +7,11 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import botocore.session
 import urllib3
 
-from functions.orchestrator.loans_client import SigV4Signer
 from shared import aws, tables
+from shared.loans_client import SigV4Signer
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -38,6 +39,9 @@ class Target:
     loans_api_url: str
     signed: bool = False
     pending_shards: int = tables.PENDING_SHARDS
+    # The role `saga dlq redrive` moves messages as: the events queue admits SendMessage from the topic and
+    # from it alone (infra/messaging.py). None: the caller's own identity (the local endpoint checks none).
+    redrive_role_arn: str | None = None
 
     def dynamodb(self) -> DynamoDBClient:
         """A DynamoDB client there, with short timeouts (an operator is waiting)."""
@@ -46,6 +50,16 @@ class Target:
     def sqs(self) -> SQSClient:
         """An SQS client there, with short timeouts (an operator is waiting)."""
         return aws.client("sqs", self.region, self.endpoint_url, OPS_BUDGET)
+
+    def redrive_sqs(self) -> SQSClient:
+        """An SQS client as the DLQ redrive role (assumed with the caller's credentials), or `sqs()`."""
+        if self.redrive_role_arn is None:
+            return self.sqs()
+        sts: Any = aws.session().create_client("sts", region_name=self.region, endpoint_url=self.endpoint_url)
+        granted = sts.assume_role(RoleArn=self.redrive_role_arn, RoleSessionName="saga-dlq-redrive")["Credentials"]
+        assumed = botocore.session.Session()
+        assumed.set_credentials(granted["AccessKeyId"], granted["SecretAccessKey"], granted["SessionToken"])
+        return aws.client("sqs", self.region, self.endpoint_url, OPS_BUDGET, from_session=assumed)
 
 
 def local_target(endpoint_url: str, region: str, api_url: str, loans_api_url: str) -> Target:
@@ -91,6 +105,8 @@ def target_from_outputs(outputs: dict[str, str], region: str) -> Target:
         signed=True,
         # A stack older than this output was deployed with the default.
         pending_shards=int(outputs.get(tables.OUTPUT_PENDING_SHARDS, tables.PENDING_SHARDS)),
+        # A stack older than this output admits anyone's redrive.
+        redrive_role_arn=outputs.get(tables.OUTPUT_DLQ_REDRIVE_ROLE),
     )
 
 

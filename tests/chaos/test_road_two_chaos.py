@@ -18,7 +18,7 @@ from saga.ops.journeys import compare
 from shared import aws, tables
 from shared.control_record import new_control_record
 from shared.control_store import control_item
-from shared.events import LoanEvent, LoanSnapshot
+from shared.events import LoanEvent
 from tests.chaos.journeys import journey, record_of
 from tests.crashes import ConsumerDiesMidBatch, RelayDiesAfterPublish, once
 from tests.system import System, free_port
@@ -100,13 +100,13 @@ def test_6_the_consumer_killed_mid_batch_gets_its_batch_again_and_converges(hook
 
 
 def test_7_a_poison_message_reaches_the_dlq_is_shown_and_is_redriven_once_fixed(system, clean_proxy):
+    # Given an event loans-api committed (a cancel sent straight to it) for a journey the orchestrator never
+    # created: road 2 delivers it, and the consumer has no Control Record to apply it to
     ghost = f"ghost-{new_id()}"
-    snapshot = LoanSnapshot(journeyId=ghost, state="cancelled")
-    event = LoanEvent(eventId=new_id(), journeyId=ghost, seq=1, type="JourneyCancelled",
-                      occurredAt=datetime.now(UTC), snapshot=snapshot)  # fmt: skip
-    sqs = aws.client("sqs", "us-east-1", system.aws_url)
-    queue = sqs.get_queue_url(QueueName=tables.EVENTS_QUEUE.local_name)["QueueUrl"]
-    sqs.send_message(QueueUrl=queue, MessageBody=event.model_dump_json())
+    status, reply, _ = system.call("POST", f"{system.loans_url}/journeys/{ghost}/cancel", None,
+                                   {"Idempotency-Key": f"cancel-{ghost}"})  # fmt: skip
+    assert status == 200, reply
+    event = LoanEvent.model_validate(reply["event"])
 
     def listed() -> Any:
         code, out = system.saga("dlq", "list", "--json")

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import urllib3
 
 from shared import aws, tables
 from shared.events import LoanEvent, LoanSnapshot, SimulationSummary
@@ -194,3 +195,102 @@ def test_status_check_fails_on_a_dlq_message_and_passes_after_redrive(system, cl
 
     assert system.wait_for(consumed, timeout=10, interval=0.5)
     assert run_saga("status", "--check", urls=urls).code == 0
+
+
+# -- road 2 applies only what loans-api committed (D15), and a rebuild repairs what it did not --------
+
+
+def records_table(system):
+    from shared.control_store import DynamoControlRecordStore
+
+    return DynamoControlRecordStore(
+        aws.client("dynamodb", "us-east-1", system.aws_url), tables.JOURNEYS_TABLE.local_name
+    )
+
+
+def test_forged_events_on_the_local_topic_and_queue_change_no_record_and_land_in_the_dlq_with_the_reason(
+    system, clean_proxy
+):
+    urls = ("--endpoint-url", system.aws_url, "--api-url", system.api_url, "--loans-api-url", system.loans_url)
+    sqs = aws.client("sqs", "us-east-1", system.aws_url)
+    dlq = sqs.get_queue_url(QueueName=tables.EVENTS_DLQ.local_name)["QueueUrl"]
+    # Given a simulated journey, and a disbursed one whose real disbursement event is rewritten to name it
+    _, target = system.api("POST", "/journeys", {"customerId": "forged"}, Idempotency_Key="forged-target")
+    jid = target["journeyId"]
+    _, target = system.api("POST", f"/journeys/{jid}/simulate", {"amount": 5000, "termMonths": 12})
+    code, demo = system.saga("demo")
+    assert code == 0, demo
+    paid = demo.split("journey ")[1].split()[0]
+    ledger = json.loads(urllib3.request("GET", f"{system.loans_url}/journeys/{paid}/ledger").data)["lastEvent"]
+    assert ledger["type"] == "LoanDisbursed"
+    forged = {**ledger, "journeyId": jid, "seq": 2, "snapshot": {**ledger["snapshot"], "journeyId": jid}}
+    wedge = {**ledger, "journeyId": jid, "seq": 10**9, "eventId": "01900000-0000-7000-8000-00000000ffff",
+             "snapshot": {**ledger["snapshot"], "journeyId": jid}}  # fmt: skip
+    # When the first is published on the local events topic and the second sent straight to the queue
+    sns = aws.client("sns", "us-east-1", system.aws_url)
+    [topic] = [
+        t["TopicArn"] for t in sns.list_topics()["Topics"] if t["TopicArn"].endswith(tables.EVENTS_TOPIC_LOCAL_NAME)
+    ]
+    sns.publish(TopicArn=topic, Message=json.dumps(forged))
+    queue = sqs.get_queue_url(QueueName=tables.EVENTS_QUEUE.local_name)["QueueUrl"]
+    sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(wedge))
+
+    def both_in_dlq():
+        answer = run_saga("dlq", "list", "--json", urls=urls)
+        entries = [e for e in answer.json() if e["journeyId"] == jid] if answer.code == 0 else []
+        return entries if len(entries) == 2 else None
+
+    # Then both land in the DLQ, each with the reason the consumer rejected it for
+    entries = system.wait_for(both_in_dlq, timeout=30, interval=0.5)
+    assert entries, "the forged messages never reached the DLQ"
+    reasons = sorted(e["reason"] for e in entries)
+    assert reasons == [
+        f"rejected: seq 1000000000 is beyond loans-api's ledger for journey {jid} (at seq 1)",
+        f"rejected: seq 2 is beyond loans-api's ledger for journey {jid} (at seq 1)",
+    ]
+    # And the journey's Control Record is exactly what it was: simulated, never disbursed
+    _, now = system.api("GET", f"/journeys/{jid}")
+    assert now == target
+    # And the journey goes on (a simulate is answered, not wedged)
+    status, _ = system.api("POST", f"/journeys/{jid}/simulate", {"amount": 6000, "termMonths": 12})
+    assert status == 200
+    # (the DLQ is left as other tests expect it: without this test's messages)
+    for _ in range(10):
+        batch = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=0).get("Messages", [])
+        mine = [m for m in batch if jid in m["Body"]]
+        for message in mine:
+            sqs.delete_message(QueueUrl=dlq, ReceiptHandle=message["ReceiptHandle"])
+        if not mine:
+            break
+
+
+def test_a_record_made_ahead_is_repaired_by_audit_repair_rebuild_which_says_what_changed(system, clean_proxy):
+    urls = ("--endpoint-url", system.aws_url, "--api-url", system.api_url, "--loans-api-url", system.loans_url)
+    # Given a simulated journey whose record was then written ahead of loans-api (a forged lastAppliedSeq)
+    _, record = system.api("POST", "/journeys", {"customerId": "ahead"}, Idempotency_Key="ahead-e2e")
+    jid = record["journeyId"]
+    system.api("POST", f"/journeys/{jid}/simulate", {"amount": 5000, "termMonths": 12})
+    records = records_table(system)
+    stored = records.get(jid)
+    assert stored is not None
+    records.replace(stored.model_copy(update={"lastAppliedSeq": 10**9}), expected_version=stored.version)
+    # When the audit lists it, Then it is ahead, and the repair it names is the rebuild
+    found = run_saga("audit", "--grace", "0", "--journey", jid, "--json", urls=urls)
+    assert found.code == 1, found.stderr
+    [finding] = found.json()["outOfSync"]
+    assert finding["kind"] == "ahead"
+    assert finding["repair"].endswith(f"saga audit --repair --rebuild --journey {jid}")
+    # And a plain repair leaves it as it is
+    plain = run_saga("audit", "--grace", "0", "--repair", "--journey", jid, "--json", urls=urls)
+    assert (plain.code, plain.json()["repaired"], plain.json()["rebuilt"]) == (1, [], [])
+    # When the operator rebuilds it
+    rebuilt = run_saga("audit", "--grace", "0", "--repair", "--rebuild", "--journey", jid, urls=urls)
+    # Then it says what changed, and the record agrees with loans-api again
+    assert rebuilt.code == 0, rebuilt.stdout + rebuilt.stderr
+    assert f"rebuilt {jid} from loans-api's ledger: state simulated -> simulated, seq 1000000000 -> 1" in rebuilt.stdout
+    after = records.get(jid)
+    assert after is not None
+    assert (after.lastAppliedSeq, after.version, after.appliedBy[-1].road) == (1, stored.version + 1, "rebuild")
+    assert run_saga("journey", "show", jid, urls=urls).code == 0
+    # And --rebuild alone is refused: it is a kind of repair
+    assert run_saga("audit", "--rebuild", "--journey", jid, urls=urls).code == 2

@@ -55,16 +55,30 @@ def test_each_api_has_its_own_name_so_its_metrics_are_its_own(resources):
     assert len(api_alarm_names) == 2
 
 
-def test_loans_api_lets_only_the_orchestrators_role_in(resources):
-    orchestrator_role = {"Fn::GetAtt": [next(name for name in of_type(resources, "AWS::IAM::Role")
-                                             if name.startswith("FunctionsOrchestratorRole")), "Arn"]}  # fmt: skip
+def role_arn(resources, prefix: str) -> dict[str, Any]:
+    """The CloudFormation reference to the ARN of the one role whose logical id starts with `prefix`."""
+    [name] = [name for name in of_type(resources, "AWS::IAM::Role") if name.startswith(prefix)]
+    return {"Fn::GetAtt": [name, "Arn"]}
+
+
+def test_loans_api_lets_in_the_orchestrator_everywhere_and_the_consumer_on_the_ledger_read_only(resources):
+    orchestrator_role, consumer_role = (
+        role_arn(resources, "FunctionsOrchestratorRole"),
+        role_arn(resources, "FunctionsConsumerRole"),
+    )
     policy = by_logical_prefix(resources, "AWS::ApiGateway::RestApi", "LoansApi")["Policy"]
-    allow, deny = policy["Statement"]
-    assert allow == {"Effect": "Allow", "Principal": {"AWS": orchestrator_role}, "Action": "execute-api:Invoke",
-                     "Resource": "execute-api:/*"}  # fmt: skip
-    assert deny == {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "execute-api:Invoke",
-                    "Resource": "execute-api:/*",
-                    "Condition": {"StringNotEquals": {"aws:PrincipalArn": orchestrator_role}}}  # fmt: skip
+    ledger = "execute-api:/*/GET/journeys/*/ledger"
+    allow_orchestrator, allow_consumer, deny_others, deny_consumer_elsewhere = policy["Statement"]
+    assert allow_orchestrator == {"Effect": "Allow", "Principal": {"AWS": orchestrator_role},
+                                  "Action": "execute-api:Invoke", "Resource": "execute-api:/*"}  # fmt: skip
+    assert allow_consumer == {"Effect": "Allow", "Principal": {"AWS": consumer_role},
+                              "Action": "execute-api:Invoke", "Resource": ledger}  # fmt: skip
+    admitted = [orchestrator_role, consumer_role]
+    assert deny_others == {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "execute-api:Invoke",
+                           "Resource": "execute-api:/*",
+                           "Condition": {"StringNotEquals": {"aws:PrincipalArn": admitted}}}  # fmt: skip
+    assert deny_consumer_elsewhere == {"Effect": "Deny", "Principal": {"AWS": consumer_role},
+                                       "Action": "execute-api:Invoke", "NotResource": ledger}  # fmt: skip
     # the agent-facing API is opened by the managed policy an agent's role attaches, not by a resource policy
     assert "Policy" not in by_logical_prefix(resources, "AWS::ApiGateway::RestApi", "OrchestratorApi")
 
@@ -129,15 +143,29 @@ def test_no_policy_grants_wildcard_actions(resources):
         assert all(action != "*" and not action.endswith(":*") for action in actions), (name, actions)
 
 
-def test_only_the_orchestrator_may_invoke_loans_api_and_agents_get_only_the_orchestrator(resources):
-    invokers = {name for name, s in statements(resources) if "execute-api:Invoke" in json.dumps(s["Action"])
-                and "LoansApi" in json.dumps(s["Resource"])}  # fmt: skip
-    assert len(invokers) == 1
-    assert next(iter(invokers)).startswith("FunctionsOrchestratorRole")
+def test_the_orchestrator_may_invoke_loans_api_the_consumer_its_ledger_read_and_agents_only_the_orchestrator(
+    resources,
+):
+    invokers = {
+        name.split("Role")[0]: s["Resource"]
+        for name, s in statements(resources)
+        if "execute-api:Invoke" in json.dumps(s["Action"]) and "LoansApi" in json.dumps(s["Resource"])
+    }
+    assert sorted(invokers) == ["FunctionsConsumer", "FunctionsOrchestrator"]
+    consumer = invokers["FunctionsConsumer"]
+    # the consumer's identity policy names the ledger read alone: GET /journeys/*/ledger of the stage
+    assert json.dumps(consumer).endswith('"/v1/GET/journeys/*/ledger"]]}'), consumer
     agent = by_logical_prefix(resources, "AWS::IAM::ManagedPolicy", "AgentInvokePolicy")
     [statement] = agent["PolicyDocument"]["Statement"]
     assert statement["Action"] == "execute-api:Invoke"
     assert "OrchestratorApi" in json.dumps(statement["Resource"])
+
+
+def test_the_consumer_is_given_loans_apis_url_and_signs_its_ledger_reads(resources):
+    consumer = by_logical_prefix(resources, "AWS::Lambda::Function", "FunctionsConsumer")
+    variables = consumer["Environment"]["Variables"]
+    assert variables["SIGN_LOANS_REQUESTS"] == "true"
+    assert "LoansApi" in json.dumps(variables["LOANS_API_URL"])
 
 
 def test_roles_write_only_their_own_logs_without_managed_policies(resources):

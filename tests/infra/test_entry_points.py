@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import urllib3
 
+from functions.consumer.settings import ConsumerSettings
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.links import naming
 from saga.local.moto_server import MotoServer
@@ -37,7 +38,7 @@ from tests.infra.lambda_container import STAGE_PATH
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
 # Granted for what the platform does with the function's role, not for calls its code makes: writing its
 # logs, traces, the event source mappings' polling and on-failure delivery, SNS's use of the topic's key,
-# and the orchestrator's signed HTTP calls to loans-api.
+# and the orchestrator's and the consumer's signed HTTP calls to loans-api.
 PLATFORM = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 PLATFORM_OF = {
     "LoansApi": set(),
@@ -46,7 +47,7 @@ PLATFORM_OF = {
               "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "kms:Decrypt", "kms:GenerateDataKey*"},
     "Sweeper": {"kms:Decrypt", "kms:GenerateDataKey*"},
     "Consumer": {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage",
-                 "sqs:GetQueueAttributes"},
+                 "sqs:GetQueueAttributes", "execute-api:Invoke"},
     "Auditor": set(),
 }  # fmt: skip
 # The one setting changed from the deployed environment: the sweeper republishes what is pending now,
@@ -173,6 +174,13 @@ def test_the_deployed_orchestrator_signs_its_calls_and_reaches_loans_api_by_the_
     assert isinstance(settings, OrchestratorSettings)
     assert settings.sign_loans_requests is True
     assert settings.loans_api_url.endswith(STAGE_PATH)
+
+
+def test_the_deployed_consumer_signs_its_ledger_reads_to_loans_api_by_the_templates_url(deployed):
+    settings = deployed.settings["Consumer"]
+    assert isinstance(settings, ConsumerSettings)
+    assert settings.sign_loans_requests is True
+    assert settings.loans_api_url == deployed.settings["Orchestrator"].loans_api_url
 
 
 def test_the_agents_commands_succeed_through_the_deployed_entry_points(deployed):

@@ -22,7 +22,7 @@ def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
                    "IteratorAge", names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_FAILED,
                    names.IDEMPOTENT_REPLAYS, names.COMPENSATIONS, "5XXError", "4XXError", "Latency", "Throttles",
                    "Duration", names.JOURNEYS_OUT_OF_SYNC, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS,
-                   names.UNREADABLE_OUTBOX_ITEMS):  # fmt: skip
+                   names.UNREADABLE_OUTBOX_ITEMS, names.EVENTS_REJECTED):  # fmt: skip
         assert needle in body, needle
 
 
@@ -41,6 +41,7 @@ def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
         ("Errors", 0),
         (names.JOURNEYS_OUT_OF_SYNC, 0),
         (names.UNREADABLE_OUTBOX_ITEMS, 0),
+        (names.EVENTS_REJECTED, 0),  # road 2 set aside a message loans-api did not commit (D15)
         ("Throttles", 0),
     ],
 )
@@ -61,6 +62,7 @@ def test_every_alarm_exists_with_a_recovery_action_and_every_function_has_errors
     for expected in ("EventsDlqNotEmpty", "RelayFailuresNotEmpty", "OutboxTooOld", "StreamIteratorAge",
                      "SweeperSilent", "AuditorSilent",
                      "EventsQueueTooOld", "PublishFailures", "JourneysOutOfSync", "UnreadableOutboxItems",
+                     "EventsRejected",
                      "orchestrator5xxRate", "loans5xxRate", "orchestrator4xxRate", "loans4xxRate",
                      "orchestratorLatency", "loansLatency"):  # fmt: skip
         assert alarm(resources, expected)["OKActions"], expected

@@ -96,6 +96,64 @@ def test_topic_is_encrypted_ssl_only_and_delivers_raw_to_the_queue(template, res
         assert properties["SqsManagedSseEnabled"] is True
 
 
+def policy_statements(resources, kind: str, target_prefix: str) -> list[dict[str, Any]]:
+    """The statements of the resource policies (of `kind`) that name the resource `target_prefix`."""
+    found = []
+    for policy in of_type(resources, kind).values():
+        if target_prefix in json.dumps(policy["Properties"].get("Topics", policy["Properties"].get("Queues"))):
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+def role(resources, prefix: str) -> dict[str, Any]:
+    [name] = [name for name in of_type(resources, "AWS::IAM::Role") if name.startswith(prefix)]
+    return {"Fn::GetAtt": [name, "Arn"]}
+
+
+def test_the_topic_refuses_publish_to_every_principal_but_the_relay_and_the_sweeper(resources):
+    # Given the events topic's policy (an explicit Deny: it holds against any identity policy of the account)
+    statements = policy_statements(resources, "AWS::SNS::TopicPolicy", "MessagingEventsTopic")
+    [deny] = [s for s in statements if s["Action"] == "sns:Publish" and "aws:PrincipalArn" in json.dumps(s)]
+    # Then Publish is denied to anyone whose principal is neither the relay's role nor the sweeper's
+    assert deny["Principal"] == {"AWS": "*"}
+    publishers = [role(resources, "FunctionsRelayRole"), role(resources, "FunctionsSweeperRole")]
+    assert deny["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": publishers}}
+    # (the roles' own policies grant Publish; the other Deny is enforce_ssl's)
+    assert [s["Effect"] for s in statements] == ["Deny", "Deny"]
+
+
+def test_the_queue_admits_send_only_from_the_topic_and_the_redrive_role(resources):
+    # Given the events queue's policy
+    statements = policy_statements(resources, "AWS::SQS::QueuePolicy", "MessagingEventsQueue")
+    [allow] = [s for s in statements if s["Effect"] == "Allow" and s["Action"] == "sqs:SendMessage"]
+    [deny] = [s for s in statements if s["Effect"] == "Deny" and s["Action"] == "sqs:SendMessage"]
+    topic = {"Ref": next(name for name in of_type(resources, "AWS::SNS::Topic") if name.startswith("MessagingEvents"))}
+    # Then SNS may deliver from the topic, and every other send is denied unless it is the DLQ redrive role's
+    assert allow["Principal"] == {"Service": "sns.amazonaws.com"}
+    assert allow["Condition"] == {"ArnEquals": {"aws:SourceArn": topic}}
+    assert deny["Principal"] == {"AWS": "*"}
+    assert deny["Condition"] == {
+        "ArnNotEquals": {"aws:SourceArn": topic, "aws:PrincipalArn": role(resources, "MessagingDlqRedriveRole")}
+    }
+
+
+def test_the_redrive_role_may_move_dlq_messages_to_the_queue_and_nothing_else(resources):
+    [(name, _)] = [
+        (n, r) for n, r in of_type(resources, "AWS::IAM::Role").items() if n.startswith("MessagingDlqRedrive")
+    ]
+    [policy] = [p["Properties"] for p in of_type(resources, "AWS::IAM::Policy").values()
+                if {"Ref": name} in p["Properties"]["Roles"]]  # fmt: skip
+    grants = {json.dumps(s["Resource"]): sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+              for s in policy["PolicyDocument"]["Statement"]}  # fmt: skip
+    [(dlq, consume), (queue_arn, send)] = sorted(grants.items(), key=lambda item: "EventsQueue" in item[0])
+    assert "MessagingEventsDlq" in dlq
+    assert "MessagingEventsQueue" in queue_arn
+    assert "sqs:ReceiveMessage" in consume
+    assert "sqs:DeleteMessage" in consume
+    assert "sqs:SendMessage" in send
+    assert all(action.startswith("sqs:") for action in consume + send)
+
+
 # -- functions and event sources --------------------------------------------------------------
 
 

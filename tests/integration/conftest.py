@@ -105,7 +105,17 @@ def relay_settings(resources: LocalResources) -> RelaySettings:
 
 @pytest.fixture
 def consumer_settings(resources: LocalResources) -> ConsumerSettings:
-    return ConsumerSettings(aws_endpoint_url=resources.endpoint_url, journeys_table_name=resources.journeys_table)
+    return ConsumerSettings(
+        aws_endpoint_url=resources.endpoint_url,
+        journeys_table_name=resources.journeys_table,
+        loans_api_url="http://loans-api.invalid",
+    )
+
+
+@pytest.fixture
+def consumer_loans_http(loans_settings: LoansSettings) -> InProcessHttp:
+    """loans-api as the consumer reaches it (its ledger read), apart from the orchestrator's transport."""
+    return InProcessHttp(loans_bootstrap.build(loans_settings, quiet_metrics("loans-api")))
 
 
 @pytest.fixture
@@ -125,9 +135,11 @@ def stream_poller(resources: LocalResources, relay_settings: RelaySettings, sqs:
 
 
 @pytest.fixture
-def sqs_poller(resources: LocalResources, consumer_settings: ConsumerSettings, sqs: SQSClient) -> SqsPoller:
+def sqs_poller(
+    resources: LocalResources, consumer_settings: ConsumerSettings, consumer_loans_http: InProcessHttp, sqs: SQSClient
+) -> SqsPoller:
     arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
-    handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"))
+    handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"), http=consumer_loans_http)
     return SqsPoller(sqs, resources.events_queue_url, arn, handler, redelivery_seconds=0)

@@ -227,3 +227,97 @@ def test_repair_leaves_a_journey_within_the_grace_period_to_the_roads(
     record = records.get("j-young")
     assert record is not None
     assert record.version == 0
+
+
+def forge_ahead(dynamodb: DynamoDBClient, resources, records, journey_id: str, seq: int = 10**9) -> None:
+    """A record made ahead of loans-api: a forged lastAppliedSeq written straight to the journeys table (a
+    forged event applied before road 2 confirmed, or a restore of one table alone)."""
+    record = records.get(journey_id)
+    assert record is not None
+    dynamodb.put_item(
+        TableName=resources.journeys_table, Item=control_item(record.model_copy(update={"lastAppliedSeq": seq}))
+    )
+
+
+def test_a_record_ahead_of_loans_api_is_listed_with_the_rebuild_and_plain_repair_leaves_it(
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
+):
+    # Given a record at the simulation, then forged ahead (seq 10^9: every real event is a no-op to it)
+    journey(dynamodb, resources, "j-ahead")
+    event = simulate_at_loans_api(loans_api, "j-ahead")
+    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "reply")
+    forge_ahead(dynamodb, resources, records, "j-ahead")
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
+    # When the audit repairs, Then it lists the record as ahead, names the rebuild, and repairs nothing
+    report = auditor.audit(["j-ahead"], repair=True)
+    [finding] = report.outOfSync
+    assert (finding.kind, finding.repairable) == (Kind.AHEAD, False)
+    assert finding.repair.endswith("saga audit --repair --rebuild --journey j-ahead")
+    assert (report.repaired, report.rebuilt) == ([], [])
+    assert records.get("j-ahead").lastAppliedSeq == 10**9
+
+
+def test_a_rebuild_re_projects_a_record_ahead_from_the_ledger_and_says_what_changed(
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
+):
+    # Given a record at the simulation forged ahead
+    journey(dynamodb, resources, "j-rebuild")
+    event = simulate_at_loans_api(loans_api, "j-rebuild")
+    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "reply")
+    forge_ahead(dynamodb, resources, records, "j-rebuild")
+    before = records.get("j-rebuild")
+    assert before is not None
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
+    # When the audit repairs with a rebuild
+    report = auditor.audit(["j-rebuild"], repair=True, rebuild=True)
+    # Then the record is back at the ledger (CAS on version, a trail entry 'rebuild') and all agree
+    assert report.outOfSync == []
+    [rebuilt] = [r.to_json() for r in report.rebuilt]
+    assert rebuilt == {"journeyId": "j-rebuild", "stateBefore": "simulated", "stateAfter": "simulated",
+                       "seqBefore": 10**9, "seqAfter": event.seq, "version": before.version + 1}  # fmt: skip
+    after = records.get("j-rebuild")
+    assert after is not None
+    assert (after.lastAppliedSeq, after.lastAppliedEventId, after.version) == (1, event.eventId, before.version + 1)
+    assert after.appliedBy[-1].road == "rebuild"
+    # And a second rebuild changes nothing
+    assert auditor.audit(["j-rebuild"], repair=True, rebuild=True).rebuilt == []
+    assert records.get("j-rebuild") == after
+
+
+def test_a_rebuild_moves_a_terminal_record_the_applier_would_never_move(
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
+):
+    # Given the record says disbursed (written by something other than an event), loans-api a simulation
+    journey(dynamodb, resources, "j-terminal", state="disbursed")
+    event = simulate_at_loans_api(loans_api, "j-terminal")
+    auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
+    # When the audit repairs with a rebuild
+    report = auditor.audit(["j-terminal"], repair=True, rebuild=True)
+    # Then the record shows loans-api's simulation
+    assert [(r.stateBefore, r.stateAfter, r.seqBefore, r.seqAfter) for r in report.rebuilt] == [
+        ("disbursed", "simulated", 0, 1)
+    ]
+    assert report.outOfSync == []
+
+
+def test_the_scheduled_audit_never_rebuilds_and_keeps_reporting_a_record_ahead(
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
+):
+    # Given a record forged ahead of loans-api
+    journey(dynamodb, resources, "j-alarm")
+    event = simulate_at_loans_api(loans_api, "j-alarm")
+    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "reply")
+    forge_ahead(dynamodb, resources, records, "j-alarm")
+    moment = [event.occurredAt + LATER]
+    metrics = quiet_metrics("auditor")
+    metrics.clear_metrics()
+    scheduled = auditor_bootstrap.build_scheduled(settings, metrics, dynamodb, clock=lambda: moment[0])
+    # When the scheduled audit runs twice
+    for _ in range(2):
+        report = scheduled.run()
+        # Then each run reports it out of sync (its alarm keeps firing) and writes nothing to it
+        assert [(f.journeyId, f.kind) for f in report.outOfSync] == [("j-alarm", Kind.AHEAD)]
+        assert metrics.metric_set["JourneysOutOfSync"]["Value"] == [1]
+        assert records.get("j-alarm").lastAppliedSeq == 10**9
+        moment[0] += timedelta(minutes=5)
+        metrics.clear_metrics()

@@ -89,9 +89,9 @@ class JourneyModel(RuleBasedStateMachine):
         self.sweeper = relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper"),
                                                      clock=lambda: datetime.now(UTC) + timedelta(hours=1))  # fmt: skip
         self.consumer = consumer_bootstrap.build(
-            ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table),
-            quiet_metrics("consumer"),
-        )
+            ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table,
+                             loans_api_url="http://loans"),
+            quiet_metrics("consumer"), http=InProcessHttp(loans))  # fmt: skip
         self.delivered: list[str] = []
         self.versions: dict[str, int] = {}
 

@@ -3,18 +3,22 @@ give them real-shaped Lambda events and Lambda's batch semantics."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from functions.consumer import bootstrap as consumer_bootstrap
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import SnsPublisher
+from saga.ops import road2
+from saga.ops.target import local_target
 from shared import aws
 from shared.events import LoanEvent
 from tests.crashes import RelayDiesAfterPublish, once
 from tests.integration.aws_calls import scan
-from tests.integration.journeys import journey_in, new_journey, truth
+from tests.integration.journeys import journey_in, new_journey, simulate, truth
 from tests.support import json_of, quiet_metrics
 
 if TYPE_CHECKING:
@@ -249,3 +253,135 @@ def test_a_cancelled_transaction_leaves_no_phantom_in_the_stream(
     published = sorted((json.loads(m["Body"])["seq"], json.loads(m["Body"])["eventId"]) for m in messages)
     committed = json_of(loans_api.get(f"/journeys/{journey['journeyId']}"))["events"]
     assert published == [(e["seq"], e["eventId"]) for e in committed]
+
+
+# -- road 2 applies only what loans-api committed (D15) ---------------------------------------------
+
+
+def drain_queue(sqs_poller, rounds: int = 50) -> None:
+    for _ in range(rounds):
+        if not sqs_poller.poll_once():
+            return
+
+
+def disbursement_of_another_journey(orchestrator, loans_api, to: dict, seq: int) -> LoanEvent:
+    """A real LoanDisbursed event of another journey, rewritten to name `to`, at `seq` (the attack)."""
+    other = journey_in(orchestrator, "disbursed")
+    real = LoanEvent.model_validate(json_of(loans_api.get(f"/journeys/{other['journeyId']}/ledger"))["lastEvent"])
+    assert real.type == "LoanDisbursed"
+    snapshot = real.snapshot.model_copy(update={"journeyId": to["journeyId"]})
+    return real.model_copy(update={"journeyId": to["journeyId"], "seq": seq, "snapshot": snapshot})
+
+
+def dlq_reasons(resources) -> list[dict[str, Any]]:
+    target = local_target(resources.endpoint_url, resources.region, "http://orchestrator", "http://loans-api")
+    return road2.dlq_list(target)
+
+
+def test_a_forged_disbursement_published_on_the_topic_changes_no_record_and_lands_in_the_dlq_with_its_reason(
+    orchestrator, loans_api, sqs_poller, sqs: SQSClient, resources
+):
+    # Given a simulated journey, and another journey's disbursement rewritten to name it with the next seq
+    journey = journey_in(orchestrator, "simulated")
+    before = record_of(orchestrator, journey)
+    forged = disbursement_of_another_journey(orchestrator, loans_api, journey, seq=before["lastAppliedSeq"] + 1)
+    # When it is published on the events topic and the consumer drains the queue
+    sns = aws.client("sns", resources.region, resources.endpoint_url)
+    sns.publish(TopicArn=resources.topic_arn, Message=forged.model_dump_json())
+    drain_queue(sqs_poller)
+    # Then the record is exactly as it was: nothing was disbursed
+    assert record_of(orchestrator, journey) == before
+    # And the message is in the DLQ, and `saga dlq list` says why
+    [entry] = dlq_reasons(resources)
+    assert entry["eventId"] == forged.eventId
+    assert entry["reason"] == (
+        f"rejected: seq 2 is beyond loans-api's ledger for journey {journey['journeyId']} (at seq 1)"
+    )
+    assert queue_depth(sqs, resources.events_queue_url) == 0
+
+
+def test_a_seq_of_a_billion_sent_straight_to_the_queue_wedges_nothing(
+    orchestrator, loans_api, sqs_poller, sqs: SQSClient, resources
+):
+    # Given a simulated journey, and a copy of its own simulation event claiming seq 10^9
+    journey = journey_in(orchestrator, "simulated")
+    before = record_of(orchestrator, journey)
+    ledger = json_of(loans_api.get(f"/journeys/{journey['journeyId']}/ledger"))["lastEvent"]
+    wedge = {**ledger, "seq": 10**9}
+    # When it is sent straight to the events queue and the consumer drains it
+    sqs.send_message(QueueUrl=resources.events_queue_url, MessageBody=json.dumps(wedge))
+    drain_queue(sqs_poller)
+    # Then the record keeps its seq, the message is set aside with its reason, and the journey goes on
+    assert record_of(orchestrator, journey) == before
+    [entry] = dlq_reasons(resources)
+    assert entry["reason"].startswith("rejected: seq 1000000000 is beyond loans-api's ledger")
+    assert simulate(orchestrator, journey).status == 200
+
+
+def test_an_older_message_applies_the_ledgers_newest_event_and_a_redrive_as_the_redrive_role_is_a_noop(
+    orchestrator, loans_api, sqs_poller, sqs: SQSClient, resources
+):
+    # Given a journey whose simulation and acceptance loans-api committed, none applied (road 1 lost)
+    journey = new_journey(orchestrator)
+    jid = journey["journeyId"]
+    simulation = json_of(loans_api.post("/simulations", {"journeyId": jid, "amount": 5000, "termMonths": 12}, key="s"))
+    acceptance = json_of(loans_api.post("/acceptances", {"journeyId": jid, "simulationId": simulation["simulationId"]},
+                                        key="a"))  # fmt: skip
+    # When only the simulation's message arrives
+    sqs.send_message(QueueUrl=resources.events_queue_url, MessageBody=json.dumps(simulation["event"]))
+    drain_queue(sqs_poller)
+    # Then the record shows the ledger's newest event (the acceptance), applied by road 2
+    record = record_of(orchestrator, journey)
+    assert (record["currentState"], record["lastAppliedEventId"]) == ("accepted", acceptance["eventId"])
+    assert record["appliedBy"][-1]["road"] == "outbox"
+    # And a DLQ message redriven as the redrive role (assumed through STS) comes back and is a no-op
+    sqs.send_message(QueueUrl=resources.events_dlq_url, MessageBody=json.dumps(simulation["event"]))
+    target = local_target(resources.endpoint_url, resources.region, "http://orchestrator", "http://loans-api")
+    as_role = dataclasses.replace(target, redrive_role_arn="arn:aws:iam::123456789012:role/redrive")
+    assert len(road2.dlq_redrive(as_role, dry_run=False, limit=10)) == 1
+    drain_queue(sqs_poller)
+    assert record_of(orchestrator, journey) == record
+    assert queue_depth(sqs, resources.events_dlq_url) == 0
+
+
+def sqs_record(body: str) -> dict[str, Any]:
+    """One SQS record as Lambda's event source mapping delivers it (received once)."""
+    return {"messageId": "m-1", "receiptHandle": "r-1", "body": body, "attributes": {"ApproximateReceiveCount": "1"},
+            "messageAttributes": {}, "md5OfBody": "", "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:loan-events", "awsRegion": "us-east-1"}  # fmt: skip
+
+
+def test_a_rejected_message_is_logged_with_its_reason_and_no_stack_trace(
+    orchestrator, consumer_settings, consumer_loans_http, caplog
+):
+    # Given a simulated journey, and a message claiming its seq 2
+    journey = journey_in(orchestrator, "simulated")
+    ledger = json_of(orchestrator.get(f"/journeys/{journey['journeyId']}"))
+    body = json.dumps({"eventId": ledger["lastAppliedEventId"], "journeyId": journey["journeyId"], "seq": 2,
+                       "type": "LoanDisbursed", "occurredAt": "2026-01-01T00:00:00Z",
+                       "snapshot": {"journeyId": journey["journeyId"], "state": "disbursed"}})  # fmt: skip
+    handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"), http=consumer_loans_http)
+    caplog.clear()
+    # When the consumer's batch handler is given it
+    answer = handler({"Records": [sqs_record(body)]}, None)
+    # Then the message is reported failed (retried, then the DLQ), logged at ERROR with the reason, no stack
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    [logged] = [r for r in caplog.records if r.getMessage().startswith("message rejected")]
+    assert logged.levelname == "ERROR"
+    assert logged.reason.startswith("seq 2 is beyond loans-api's ledger")
+    assert logged.exc_info is None
+
+
+def test_dlq_list_says_an_event_loans_api_committed_but_road_2_could_not_apply_is_to_be_redriven(
+    orchestrator, loans_api, sqs: SQSClient, resources
+):
+    # Given an event loans-api committed that the record has not applied, set aside in the DLQ (as a
+    # loans-api outage leaves it after its receives)
+    journey = new_journey(orchestrator)
+    body = {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}
+    simulation = json_of(loans_api.post("/simulations", body, key="outage"))
+    sqs.send_message(QueueUrl=resources.events_dlq_url, MessageBody=json.dumps(simulation["event"]))
+    # When the operator lists the DLQ, Then it says loans-api committed it and a redrive applies it
+    [entry] = dlq_reasons(resources)
+    assert entry["reason"].startswith("committed by loans-api, not applied")
+    assert entry["reason"].endswith("redrive it")

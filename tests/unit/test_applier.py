@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from functions.loans_api import domain
-from shared.applier import EventApplier, Outcome, decide
+from shared.applier import EventApplier, Outcome, decide, rebuild, shows
 from shared.control_record import TRAIL_LENGTH, ControlRecord, Road, new_control_record
 from shared.events import LoanEvent
 
@@ -131,3 +131,61 @@ def test_the_record_keeps_which_road_applied_each_event_and_only_the_newest():
     assert [entry.seq for entry in trail] == [e.seq for e in events][-TRAIL_LENGTH:]
     assert [entry.road for entry in trail] == ["reply" if i % 2 == 0 else "outbox" for i in range(9)][-TRAIL_LENGTH:]
     assert [entry.version for entry in trail] == [entry.seq for entry in trail]
+
+
+@st.composite
+def diverged_records(draw):
+    """A journey's truth (loans-api's newest event) and a record in any state relative to it: behind,
+    equal, ahead (a forged lastAppliedSeq), or projected from another journey's event (diverged)."""
+    events = history(draw(st.lists(st.integers(0, 3), min_size=1, max_size=10)))
+    truth = events[-1]
+    record = new_control_record("j1", "c1", NOW)
+    for event in events[: draw(st.integers(0, len(events)))]:
+        record = decide(record, event, NOW, "outbox").record
+    other = draw(st.sampled_from(events))
+    tampering = draw(st.sampled_from(["none", "ahead", "diverged"]))
+    if tampering == "ahead":
+        record = record.model_copy(update={"lastAppliedSeq": truth.seq + draw(st.integers(1, 10**9))})
+    elif tampering == "diverged":
+        snapshot = other.snapshot
+        loan = {"simulation": snapshot.simulation, "acceptance": snapshot.acceptance,
+                "disbursement": snapshot.disbursement}  # fmt: skip
+        record = record.model_copy(update={"currentState": snapshot.state, **loan})
+    return record, truth
+
+
+@settings(max_examples=300, deadline=None)
+@given(diverged_records())
+def test_a_rebuild_makes_any_record_show_exactly_the_truth_with_one_new_version(case):
+    record, truth = case
+    # When the record is rebuilt from loans-api's newest event
+    decision = rebuild(record, truth, NOW)
+    rebuilt = decision.record
+    # Then it shows exactly the truth, whatever it said before (ahead, diverged, terminal or behind)
+    assert shows(rebuilt, truth)
+    assert (rebuilt.journeyId, rebuilt.customerId, rebuilt.createdAt) == (record.journeyId, record.customerId, NOW)
+    if decision.outcome is Outcome.NOOP:
+        # And it writes nothing only when the record already showed the truth
+        assert shows(record, truth)
+        assert rebuilt == record
+    else:
+        # Or it is one CAS step: version + 1, recorded in the trail as a rebuild
+        assert decision.outcome is Outcome.APPLIED
+        assert not shows(record, truth)
+        assert rebuilt.version == record.version + 1
+        assert (rebuilt.appliedBy[-1].road, rebuilt.appliedBy[-1].seq) == ("rebuild", truth.seq)
+    # And a second rebuild changes nothing
+    assert rebuild(rebuilt, truth, NOW).outcome is Outcome.NOOP
+
+
+def test_a_rebuild_lowers_a_forged_seq_the_applier_would_call_every_real_event_a_noop():
+    # Given a record with a forged lastAppliedSeq of 10^9 (every real event is a no-op to the applier)
+    [truth] = history([0])
+    record = new_control_record("j1", "c1", NOW).model_copy(update={"lastAppliedSeq": 10**9})
+    store = FakeControlRecordStore(record)
+    applier = EventApplier(store, clock=lambda: NOW)
+    assert applier.apply(truth, "repair").outcome is Outcome.NOOP
+    # When it is rebuilt from the truth, Then the record is back at the ledger's seq and state
+    assert applier.rebuild(truth).outcome is Outcome.APPLIED
+    assert (store.record.lastAppliedSeq, store.record.currentState) == (truth.seq, "simulated")
+    assert store.versions == [0, 1]

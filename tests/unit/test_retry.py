@@ -6,10 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS, RequestDeadline
-from functions.orchestrator.loans_client import HttpLoansClient, LoansReply, LoansRequest, TransientLoansError
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from saga.local.inprocess import FakeHttpResponse
 from shared.errors import UpstreamUnavailable
+from shared.loans_client import HttpLoansClient, LoansReply, LoansRequest, TransientLoansError
 from tests.support import FakeClock
 
 REQUEST = LoansRequest("POST", "/simulations", {"a": 1}, "k")

@@ -1,5 +1,6 @@
-"""The port to loans-api and its HTTP adapter. The port is one method, `send`, so the retrying
-decorator (retry.py) wraps every call the same way."""
+"""The port to loans-api and its HTTP adapter, shared by the orchestrator (its commands and catch-up
+read) and the consumer (road 2's ledger read, shared/loans_ledger.py). The port is one method, `send`,
+so the orchestrator's retrying decorator (functions/orchestrator/retry.py) wraps every call the same way."""
 
 from __future__ import annotations
 
