@@ -14,7 +14,7 @@ from functions.orchestrator import keys
 from shared.control_record import ControlRecord
 from shared.errors import BusinessRuleViolated, IdempotencyKeyReused, InvariantBroken, LedgerMoved
 from shared.events import LoanEvent
-from shared.loans_client import LoansClient, LoansRequest
+from shared.loans_client import LoansClient, LoansReply, LoansRequest
 from shared.loans_ledger import LoansLedger, event_in, require_success
 
 # loans-api's problem type for a key sent with a different request (shared.problems).

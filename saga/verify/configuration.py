@@ -52,7 +52,8 @@ def concurrency(deployment: Deployment) -> str:
                      "(reservations elsewhere in the account take the rest)")  # fmt: skip
     if unreserved < peak:
         return (f"{seen}: enough to run; at a full backlog the stack may ask for {peak} (the consumer's mapping "
-                f"scales to {scale}) and Lambda throttles the rest: raise the quota before production traffic")  # fmt: skip
+                f"scales to {scale}) and Lambda throttles the rest: raise the quota before production "
+                "traffic")  # fmt: skip
     return f"{seen}; the stack needs up to {peak}"
 
 

@@ -154,7 +154,7 @@ def test_an_account_that_cannot_run_one_of_each_function_fails_the_concurrency_c
 
 def test_a_consumer_scaling_past_what_the_account_leaves_unreserved_is_said_not_failed(deployment):
     # Given a consumer that scales to all of an account of 1,000: it runs, and throttles at a full backlog
-    code, checks = deployment.verify(deployment.stack("Greedy", consumer_concurrency=1000))
+    _, checks = deployment.verify(deployment.stack("Greedy", consumer_concurrency=1000))
     assert "lambda-concurrency" not in failed(checks)
     assert "may ask for 1005" in checks["lambda-concurrency"]["detail"]
 
