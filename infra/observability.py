@@ -208,6 +208,12 @@ class Observability(Construct):
             rule = w.schedules[service]
             fired = cw.Metric(namespace="AWS/Events", metric_name="TriggeredRules",
                               dimensions_map={"RuleName": rule.rule_name}, statistic="Sum", period=period)  # fmt: skip
+            # What the silence alarm reads is charted too: an operator sees which side stopped.
+            self.dashboard.add_widgets(
+                cw.GraphWidget(title=f"{service} runs: scheduled vs reported", width=12, left=[
+                    fired.with_(label="scheduled"),
+                    reported.with_(statistic="SampleCount", period=period, label="reported")]),
+            )  # fmt: skip
             self._alarm(
                 f"{service.capitalize()}Silent",
                 cw.MathExpression(

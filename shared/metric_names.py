@@ -34,9 +34,13 @@ JOURNEYS_AUDITED = "JourneysAudited"
 LEASE_HELD = "LeaseHeld"  # a scheduled run that found another run holding its lease (shared/lease.py)
 
 # Metrics written only when what they count happens (none is a healthy reading): `saga verify` does not
-# ask a new deployment for them. Lambda sends Throttles only for a throttled invocation.
+# ask a new deployment for them. Lambda sends Throttles only for a throttled invocation; EventBridge sends
+# TriggeredRules, and the audit JourneysAudited, only once a schedule has fired (up to one period after a
+# deploy).
 ON_OCCURRENCE = frozenset(
     {
+        JOURNEYS_AUDITED,
+        "TriggeredRules",
         IDEMPOTENT_REPLAYS,
         COMPENSATIONS,
         EVENTS_DEDUPLICATED,
