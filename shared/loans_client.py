@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import urllib3
 from botocore.auth import SigV4Auth
@@ -15,6 +15,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import NoCredentialsError
 
+from shared import aws
 from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, ORIGIN_HEADER, REPLAYED_HEADER
 
 
@@ -127,3 +128,26 @@ class HttpLoansClient(JsonHttpEndpoint):
         replayed = str(response.headers.get(REPLAYED_HEADER, "")).lower() == "true"
         origin = response.headers.get(ORIGIN_HEADER)
         return LoansReply(status=response.status, body=payload, replayed=replayed, origin=origin and str(origin))
+
+
+class LoansApiSettings(Protocol):
+    """What a function's settings say about reaching loans-api."""
+
+    @property
+    def loans_api_url(self) -> str: ...
+
+    @property
+    def sign_loans_requests(self) -> bool: ...
+
+    @property
+    def region(self) -> str: ...
+
+
+def http_loans_client(
+    settings: LoansApiSettings, timeout: urllib3.Timeout, pool_size: int, http: HttpRequester | None = None
+) -> HttpLoansClient:
+    """loans-api over HTTP as `settings` say (SigV4-signed with the function's credentials when asked), on
+    `http` (tests pass an in-process double) or a connection pool of `pool_size`."""
+    signer = SigV4Signer(aws.credentials, settings.region) if settings.sign_loans_requests else None
+    requester = http or cast(HttpRequester, urllib3.PoolManager(maxsize=pool_size))
+    return HttpLoansClient(settings.loans_api_url, requester, timeout, signer)

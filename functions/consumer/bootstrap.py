@@ -3,7 +3,8 @@ loans-api's ledger read (signed HTTP in AWS) to confirm what it would apply."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 import urllib3
 from aws_lambda_powertools import Logger, Metrics
@@ -18,10 +19,25 @@ from shared.clock import utc_now
 from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore
 from shared.entry_points import Handler
-from shared.loans_client import HttpLoansClient, HttpRequester, SigV4Signer, TransientLoansError
+from shared.loans_client import HttpRequester, TransientLoansError, http_loans_client
 from shared.loans_ledger import LoansLedger
 
 logger = Logger(child=True)
+
+# A failed message the consumer expects, and how it is logged (each is retried, then moves to the DLQ).
+_EXPECTED_FAILURES: dict[type[Exception], tuple[Callable[..., None], str]] = {
+    MalformedEvent: (logger.error, "message unreadable: it is retried, then moves to the DLQ"),
+    # Not applied, and never will be: set aside for an operator.
+    EventRejected: (
+        logger.error,
+        "message rejected: not what loans-api committed; it is retried, then moves to the DLQ",
+    ),
+    # loans-api could not confirm the event now: the message waits for SQS to redeliver it.
+    TransientLoansError: (
+        logger.warning,
+        "loans-api unavailable: the message is retried after the queue's visibility timeout",
+    ),
+}
 
 
 def ledger_read_seconds(settings: ConsumerSettings) -> float:
@@ -31,14 +47,8 @@ def ledger_read_seconds(settings: ConsumerSettings) -> float:
 
 def build_ledger(settings: ConsumerSettings, http: HttpRequester | None = None) -> LoansLedger:
     """loans-api's ledger read over (signed, in AWS) HTTP: one attempt per read, no retries."""
-    signer = SigV4Signer(aws.credentials, settings.region) if settings.sign_loans_requests else None
-    client = HttpLoansClient(
-        settings.loans_api_url,
-        http or cast(HttpRequester, urllib3.PoolManager(maxsize=4)),
-        urllib3.Timeout(connect=settings.loans_connect_timeout, read=settings.loans_read_timeout),
-        signer,
-    )
-    return LoansLedger(client)
+    timeout = urllib3.Timeout(connect=settings.loans_connect_timeout, read=settings.loans_read_timeout)
+    return LoansLedger(http_loans_client(settings, timeout, pool_size=4, http=http))
 
 
 def build_consumer(settings: ConsumerSettings, metrics: Metrics, http: HttpRequester | None = None) -> EventConsumer:
@@ -55,38 +65,11 @@ def build(settings: ConsumerSettings, metrics: Metrics, http: HttpRequester | No
     def record_handler(record: SQSRecord) -> None:
         try:
             consumer.consume(record.body, known)
-        except MalformedEvent as error:
+        except (MalformedEvent, EventRejected, TransientLoansError) as error:
             # No stack trace: the reason is the whole story, and `saga dlq list` repeats it.
-            logger.error(
-                "message unreadable: it is retried, then moves to the DLQ",
-                extra={
-                    "message_id": record.message_id,
-                    "receive_count": record.attributes.approximate_receive_count,
-                    "reason": str(error),
-                },
-            )
-            raise
-        except EventRejected as error:
-            # Not applied, and never will be: set aside for an operator (no stack trace, as above).
-            logger.error(
-                "message rejected: not what loans-api committed; it is retried, then moves to the DLQ",
-                extra={
-                    "message_id": record.message_id,
-                    "receive_count": record.attributes.approximate_receive_count,
-                    "reason": str(error),
-                },
-            )
-            raise
-        except TransientLoansError as error:
-            # loans-api could not confirm the event now: the message waits for SQS to redeliver it.
-            logger.warning(
-                "loans-api unavailable: the message is retried after the queue's visibility timeout",
-                extra={
-                    "message_id": record.message_id,
-                    "receive_count": record.attributes.approximate_receive_count,
-                    "reason": str(error),
-                },
-            )
+            log, message = next(how for kind, how in _EXPECTED_FAILURES.items() if isinstance(error, kind))
+            extra = {"receive_count": record.attributes.approximate_receive_count, "reason": str(error)}
+            log(message, extra={"message_id": record.message_id, **extra})
             raise
         except Exception:
             logger.exception(

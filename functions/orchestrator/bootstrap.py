@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import urllib3
 from aws_lambda_powertools import Metrics
@@ -24,7 +24,7 @@ from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.entry_points import Handler
 from shared.guards import guarded
-from shared.loans_client import HttpLoansClient, HttpRequester, SigV4Signer
+from shared.loans_client import HttpRequester, http_loans_client
 
 # The orchestrator's own DynamoDB calls get a small budget: each call is started only if its worst
 # case fits the request's deadline (tests/integration/test_deadline.py runs every command's worst case).
@@ -58,13 +58,8 @@ def build_service(
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url, DYNAMO_BUDGET)
     deadline.guard_botocore(dynamodb, DYNAMO_BUDGET.worst_case_seconds())
     store = DynamoJourneyStore(dynamodb, settings.journeys_table_name)
-    signer = SigV4Signer(aws.credentials, settings.region) if settings.sign_loans_requests else None
-    http_client = HttpLoansClient(
-        settings.loans_api_url,
-        http or cast(HttpRequester, urllib3.PoolManager(maxsize=20)),
-        urllib3.Timeout(connect=settings.loans_connect_timeout, read=settings.loans_read_timeout),
-        signer,
-    )
+    timeout = urllib3.Timeout(connect=settings.loans_connect_timeout, read=settings.loans_read_timeout)
+    http_client = http_loans_client(settings, timeout, pool_size=20, http=http)
     retrying = RetryingLoansClient(
         http_client,
         retry_policy(settings),
