@@ -91,6 +91,7 @@ def _projection(
         "simulation": snapshot.simulation,
         "acceptance": snapshot.acceptance,
         "disbursement": snapshot.disbursement,
+        "simulationCount": snapshot.simulationCount,
         "simulationsLeft": snapshot.simulationsLeft,
         "stateEnteredAt": record.stateEnteredAt if target == record.currentState else now,
     }

@@ -46,6 +46,9 @@ class ControlRecord(Message):
     simulation: SimulationSummary | None = None
     acceptance: AcceptanceSummary | None = None
     disbursement: DisbursementSummary | None = None
+    simulationCount: int | None = Field(
+        default=None, ge=0, description="How many quotes this journey has had; null until the first quote."
+    )
     simulationsLeft: int | None = Field(
         default=None,
         ge=0,
@@ -68,6 +71,7 @@ class ControlRecord(Message):
             simulation=self.simulation,
             acceptance=self.acceptance,
             disbursement=self.disbursement,
+            simulationCount=self.simulationCount,
             simulationsLeft=self.simulationsLeft,
         )
 

@@ -96,6 +96,11 @@ class UpstreamRejected(DomainError):
     """A dependency refused a request in a way this service did not expect."""
 
 
+class OutcomeUnknown(DomainError):
+    """A command failed unexpectedly after it may have taken effect, and repeating it is not safe (a simulate
+    sent without an Idempotency-Key): the detail says how to find out, and how to repeat safely."""
+
+
 class InvariantBroken(DomainError):
     """The service's own state contradicts itself (a state that promises a part without it): a bug or
     corrupt data, which repeating the request cannot mend."""

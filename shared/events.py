@@ -75,7 +75,9 @@ class LoanSnapshot(WireMessage):
     simulation: SimulationSummary | None = None
     acceptance: AcceptanceSummary | None = None
     disbursement: DisbursementSummary | None = None
-    # How many more quotes the journey may have (loans-api's cap); None before the first quote.
+    # How many quotes the journey has had, and how many more it may have (loans-api's cap, as of its newest
+    # quote); None in events written before they were counted.
+    simulationCount: int | None = Field(default=None, ge=0)
     simulationsLeft: int | None = Field(default=None, ge=0)
 
 

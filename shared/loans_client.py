@@ -31,13 +31,12 @@ class LoansRequest:
 
 @dataclass(frozen=True)
 class LoansReply:
-    """A non-5xx answer from loans-api. `replayed`: answered from the key's receipt; `retried`: not
-    the first attempt of this call (so an earlier attempt of ours may be what the receipt records)."""
+    """A non-5xx answer from loans-api. `replayed`: answered from the key's receipt; `origin`: then, the
+    id of the request whose attempt made that receipt (ORIGIN_HEADER), if it recorded one."""
 
     status: int
     body: dict[str, Any]
     replayed: bool = False
-    retried: bool = False
     origin: str | None = None  # on a replay: the request that made the receipt
 
 

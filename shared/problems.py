@@ -49,6 +49,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[errors.DomainError], int, str, str, bool], ...]
     (errors.UpstreamUnavailable, 503, "upstream-unavailable", "Dependency unavailable", True),
     (errors.UpstreamRejected, 502, "upstream-rejected", "Dependency rejected the request", False),
     (errors.InvariantBroken, 500, "invariant-broken", "Internal inconsistency", False),
+    (errors.OutcomeUnknown, 500, "outcome-unknown", "Unexpected error; the outcome is unknown", False),
 )
 
 
@@ -187,7 +188,10 @@ class ProblemDetails(BaseModel):
     title: str
     status: int
     detail: str = Field(description="What went wrong with this request, in words.")
-    retryable: bool = Field(description="True when the same request may succeed later; retrying is safe.")
+    retryable: bool = Field(
+        description="True when the same request may succeed later; retrying is safe (never applied twice), except "
+        "for a simulate sent without an Idempotency-Key, whose repeat is a new quote (its detail says so)."
+    )
     availableActions: list[ActionView] = Field(
         default_factory=list, description="On 409 from the orchestrator: the commands that are legal now."
     )

@@ -44,8 +44,15 @@ class Ledger:
     @property
     def snapshot(self) -> LoanSnapshot:
         if self.last_event is None:
-            return LoanSnapshot(journeyId=self.journey_id, state="created")
+            return LoanSnapshot(journeyId=self.journey_id, state="created", simulationCount=0)
         return self.last_event.snapshot
+
+    @property
+    def simulations_had(self) -> int:
+        """Quotes the journey has had. Events written before quotes were counted say nothing: every event
+        is at most one quote, so `seq` bounds it (the cap then holds, if early)."""
+        counted = self.snapshot.simulationCount
+        return self.seq if counted is None else counted
 
 
 @dataclass(frozen=True)
@@ -123,11 +130,11 @@ def create_simulation(
     the command, so no other command of the journey can land between the two). A journey has at
     most `limit` quotes: its history (and every read of it) stays bounded."""
     _require_open(ledger)
-    left = ledger.snapshot.simulationsLeft
-    left = limit if left is None else min(left, limit)
-    if left <= 0:
+    had = ledger.simulations_had
+    if had >= limit:
         raise SimulationLimitReached(
-            f"journey {ledger.journey_id} has had its {limit} quotes: accept the current one, or cancel"
+            f"journey {ledger.journey_id} has had {had} quotes, the most one journey may have ({limit}): accept "
+            "the current one, or cancel"
         )
     quote = pricing.quote(amount, term_months)
     simulation = SimulationSummary(
@@ -139,7 +146,13 @@ def create_simulation(
         totalRepayable=quote.total_repayable,
     )
     snapshot = ledger.snapshot.model_copy(
-        update={"state": "simulated", "simulation": simulation, "acceptance": None, "simulationsLeft": left - 1}
+        update={
+            "state": "simulated",
+            "simulation": simulation,
+            "acceptance": None,
+            "simulationCount": had + 1,
+            "simulationsLeft": limit - had - 1,
+        }
     )
     event = _event(ledger, "SimulationCreated", snapshot, now)
     writes = [EntityWrite("SIMULATION", simulation.simulationId, ACTIVE, simulation.model_dump(mode="json"))]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pydantic import Field
+
 from functions.loans_api.domain import MAX_SIMULATIONS
 from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
 from shared.settings import BaseSettings
@@ -14,4 +16,4 @@ class LoansSettings(BaseSettings):
     loans_table_name: str
     receipt_ttl_seconds: int = DEFAULT_RECEIPT_TTL_SECONDS
     pending_shards: int = PENDING_SHARDS  # the stack sets it from its target rate
-    max_simulations_per_journey: int = MAX_SIMULATIONS
+    max_simulations_per_journey: int = Field(default=MAX_SIMULATIONS, ge=1)

@@ -69,11 +69,12 @@ simulation, disburse the money, or cancel. Every response that succeeds is the j
 `currentState` says where the journey is and `availableActions` lists exactly the calls that are legal next
 (follow their `href`, and send their `body` when they carry one). accept and disburse name exactly what they
 act on (the quote's `simulationId`, the acceptance's `acceptanceId`): nothing the agent did not name is ever
-accepted or paid. Every call is safe to repeat: a repeated accept, disburse or cancel returns the record
-unchanged; a repeated createJourney or simulate with the same Idempotency-Key header creates nothing (header
-`Idempotent-Replayed: true`).
-Errors are RFC 9457 problem+json with `retryable`: when it is true, repeat the same call; when false, read
-`detail` and, on 409, pick one of the `availableActions` it carries."""
+accepted or paid. Every call is safe to repeat but a simulate sent without an Idempotency-Key (its repeat is a
+new quote): a repeated accept, disburse or cancel returns the record unchanged; a repeated createJourney or
+simulate with the same Idempotency-Key header creates nothing (header `Idempotent-Replayed: true`).
+Errors are RFC 9457 problem+json with `retryable`: when it is true, repeat the same call (for a simulate sent
+without an Idempotency-Key, read `detail` first: a repeat may price a second quote); when false, read `detail`
+and, on 409, pick one of the `availableActions` it carries."""
 
 
 def create_app(service: JourneyService) -> APIGatewayRestResolver:

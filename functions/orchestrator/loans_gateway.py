@@ -12,13 +12,20 @@ from typing import Any, TypeVar
 
 from functions.orchestrator import keys
 from shared.control_record import ControlRecord
-from shared.errors import BusinessRuleViolated, IdempotencyKeyReused, InvariantBroken, LedgerMoved
+from shared.errors import (
+    BusinessRuleViolated,
+    IdempotencyKeyReused,
+    InvariantBroken,
+    LedgerMoved,
+    SimulationLimitReached,
+)
 from shared.events import LoanEvent
 from shared.loans_client import LoansClient, LoansReply, LoansRequest
 from shared.loans_ledger import LoansLedger, event_in, require_success
 
 # loans-api's problem type for a key sent with a different request (shared.problems).
 _KEY_REUSED_TYPE = "urn:loan-saga:problem:idempotency-key-reused"
+_QUOTES_EXHAUSTED_TYPE = "urn:loan-saga:problem:quotes-exhausted"
 _Part = TypeVar("_Part")
 
 
@@ -75,7 +82,10 @@ class LoansGateway:
     ) -> Committed:
         reply = self._client.send(LoansRequest("POST", path, body, key, decided_on.lastAppliedSeq, origin))
         if reply.status == 409:
-            raise BusinessRuleViolated(str(reply.body.get("detail", "loans-api refused the command")))
+            detail = str(reply.body.get("detail", "loans-api refused the command"))
+            if reply.body.get("type") == _QUOTES_EXHAUSTED_TYPE:
+                raise SimulationLimitReached(detail)
+            raise BusinessRuleViolated(detail)
         if reply.status == 412:
             raise LedgerMoved(str(reply.body.get("detail", "the journey moved")))
         if reply.status == 422 and reply.body.get("type") == _KEY_REUSED_TYPE:
@@ -88,13 +98,9 @@ class LoansGateway:
 
 def _by_earlier_request(reply: LoansReply, origin: str) -> bool:
     """Was a replay made by another request than this one (the agent's own repeat, a concurrent request)?
-    The receipt records the request that committed it; one recorded before origins were (None) falls back
-    to: our first attempt met it, so no attempt of ours made it."""
-    if not reply.replayed:
-        return False
-    if reply.origin is not None:
-        return reply.origin != origin
-    return not reply.retried
+    The receipt records the request that committed it; one that records none was made before the
+    orchestrator sent its request's id (or by another caller), so never by this request."""
+    return reply.replayed and reply.origin != origin
 
 
 def _held(part: _Part | None, record: ControlRecord, name: str) -> _Part:

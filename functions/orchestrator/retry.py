@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
@@ -74,8 +74,7 @@ class RetryingLoansClient:
         self._deadline.require(needed, f"a call to loans-api ({request.method} {request.path})")
         for attempt in range(1, self._policy.attempts + 1):
             try:
-                reply = self._inner.send(request)
-                return replace(reply, retried=True) if attempt > 1 else reply
+                return self._inner.send(request)
             except TransientLoansError as error:
                 if attempt == self._policy.attempts:
                     logger.warning(

@@ -25,10 +25,14 @@ from shared.applier import EventApplier
 from shared.control_record import ControlRecord, new_control_record
 from shared.errors import (
     BusinessRuleViolated,
+    DomainError,
     IllegalTransition,
+    InvalidRequest,
     JourneyNotFound,
     LedgerMoved,
+    OutcomeUnknown,
     QuotesExhausted,
+    SimulationLimitReached,
     StaleAcceptance,
     StaleSimulation,
     StoreContention,
@@ -80,11 +84,12 @@ Send = Callable[[Decided], Committed]
 # A command is decided at most this often in one request (each time on a record caught up with a ledger
 # that moved): beyond that the journey is too busy, and the agent is told to retry.
 MAX_DECISIONS = 6
-# What a 503 on a simulate sent without an Idempotency-Key must add: its repeat is a new quote.
+# What a failure of a simulate sent without an Idempotency-Key says: its repeat is a new quote.
 KEYLESS_SIMULATE = (
-    " This simulate carried no Idempotency-Key, so a quote may have been made: repeating it as it is may price a "
-    "second quote. Read the journey (getJourney) first: if its `simulation` has your amount and term, it was "
-    "made; to repeat a simulate safely, send it with an Idempotency-Key and repeat it with the same key."
+    "this simulate carried no Idempotency-Key, so a quote may have been made: repeating it as it is may price a "
+    "second quote (the newest supersedes the previous one; nothing is accepted or paid without being named). "
+    "Read the journey (getJourney) first: if its `simulation` has your amount and term, it was made. To make a "
+    "simulate safe to repeat, send it with an Idempotency-Key and repeat it with the same key"
 )
 
 
@@ -143,16 +148,20 @@ class JourneyService:
                 lambda d: self._loans.create_simulation(d.record, nonce, amount, term_months, d.origin),
                 gate=agent_key is None,
             )
-        except (UpstreamUnavailable, StoreContention) as error:
+        except DomainError as error:
+            if agent_key is not None or not isinstance(error, UpstreamUnavailable | StoreContention):
+                raise
+            cause = error.detail.split(";")[0]
+            raise type(error)(f"{cause}; {KEYLESS_SIMULATE}") from error
+        except Exception as error:
             if agent_key is not None:
                 raise
-            raise type(error)(error.detail + KEYLESS_SIMULATE) from error
-        except Exception as error:
-            if agent_key is not None or not aws.is_transient(error):
-                raise
-            raise UpstreamUnavailable(
-                f"a storage call failed after its retries ({type(error).__name__}).{KEYLESS_SIMULATE}"
-            ) from error
+            if aws.is_transient(error):
+                raise UpstreamUnavailable(
+                    f"a storage call failed after its retries ({type(error).__name__}); {KEYLESS_SIMULATE}"
+                ) from error
+            logger.exception("unexpected error in a simulate without an Idempotency-Key")
+            raise OutcomeUnknown(f"an unexpected error occurred; {KEYLESS_SIMULATE}") from error
 
     def accept(self, journey_id: str, simulation_id: Named) -> Answer:
         """Accepts exactly the quote the agent names, if loans-api's ledger says it is the journey's
@@ -200,8 +209,14 @@ class JourneyService:
         record = self.get(journey_id)
         if gate:
             record = self._gate(record, command)
-        # Read the body only now: an illegal command is 409 whatever it names.
-        target = "" if named is None else named()
+        # Read the body only now: an illegal command is 409 whatever it names. A body refused on a record that
+        # looked legal is checked against the truth first (the record may be behind: cancelled, re-priced).
+        try:
+            target = "" if named is None else named()
+        except InvalidRequest:
+            if gate and not state_machine.is_terminal(record.currentState):
+                self._refuse_if_illegal(self._catch_up(record), command)
+            raise
         if gate and state_machine.is_settled(record.currentState, command):
             return self._settled(record, command, target)
         for decision in range(MAX_DECISIONS):
@@ -258,11 +273,18 @@ class JourneyService:
             return record
         else:
             fresh = self._catch_up(record)
-        if state_machine.is_allowed(fresh.currentState, command) or state_machine.is_settled(
-            fresh.currentState, command
+        self._refuse_if_illegal(fresh, command)
+        return fresh
+
+    def _refuse_if_illegal(self, record: ControlRecord, command: Command) -> None:
+        """IllegalTransition with the record's actions unless `command` is legal there, or settled (a repeat)."""
+        if not (
+            state_machine.is_allowed(record.currentState, command)
+            or state_machine.is_settled(record.currentState, command)
         ):
-            return fresh
-        raise IllegalTransition(f"'{command}' is not allowed while the journey is {fresh.currentState}", actions(fresh))
+            raise IllegalTransition(
+                f"'{command}' is not allowed while the journey is {record.currentState}", actions(record)
+            )
 
     def _catch_up(self, record: ControlRecord) -> ControlRecord:
         """The record brought up to loans-api's ledger by applying its newest event."""
@@ -339,7 +361,7 @@ def _refusal(
     """What the agent is told when loans-api refused the command, decided on the caught-up record."""
     if record.currentState in _STALE_IN.get(command, ()) and not _names_current(record, command, target):
         return _stale(command, record, target, f"the journey is {record.currentState}")
-    if command == "simulate" and record.simulationsLeft == 0:
+    if command == "simulate" and (isinstance(error, SimulationLimitReached) or record.simulationsLeft == 0):
         return QuotesExhausted(
             f"the journey has had all its quotes; accept the current one or cancel ({error.detail})", actions(record)
         )

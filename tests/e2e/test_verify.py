@@ -146,7 +146,10 @@ def test_an_account_that_cannot_run_one_of_each_function_fails_the_concurrency_c
     stack = deployment.stack("Starved")
     lambda_ = aws.client("lambda", REGION, deployment.endpoint)
     lambda_.put_function_concurrency(FunctionName=f"{stack}-relay", ReservedConcurrentExecutions=995)
-    code, checks = deployment.verify(stack)
+    try:
+        code, checks = deployment.verify(stack)
+    finally:  # the account is shared by this module's stacks
+        lambda_.delete_function_concurrency(FunctionName=f"{stack}-relay")
     assert failed(checks) == {"lambda-concurrency"}
     assert code == 1
     assert "needs at least 6 at once" in checks["lambda-concurrency"]["detail"]
