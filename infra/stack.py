@@ -3,7 +3,7 @@ the calls its code makes (infra/permissions.py) and the grants of what it publis
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -11,12 +11,14 @@ from constructs import Construct
 from infra import permissions
 from infra.apis import ApiGatewayAccountRole, ProxyApi, throttles
 from infra.audit import JourneyAudit
+from infra.bedrock import OUTPUT_AGENT_ROLE, OUTPUT_EXECUTOR_ARN, BedrockExecutor
 from infra.data import DataTables
 from infra.event_sources import EventSources
-from infra.functions import SagaFunctions
+from infra.functions import MEMORY_MB, ORCHESTRATOR_TIMEOUT, SagaFunctions
 from infra.messaging import Messaging
 from infra.nag import acknowledge
 from infra.observability import Observability, Watched
+from shared import metric_names as names
 from shared import tables
 from shared.capacity import DEFAULT_CAPACITY, Capacity
 
@@ -31,6 +33,7 @@ class LoanSagaStack(Stack):
         api_gateway_account_role: bool = False,
         alarm_email: str | None = None,
         capacity: Capacity = DEFAULT_CAPACITY,
+        bedrock_agent: bool = False,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -81,9 +84,13 @@ class LoanSagaStack(Stack):
         fns.loans_api.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
         # Writer and sweeper agree on the pending index's shards (sized for the target rate).
         fns.loans_api.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
-        fns.orchestrator.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
-        fns.orchestrator.add_environment("LOANS_API_URL", loans_api.api.url.rstrip("/"))
-        fns.orchestrator.add_environment("SIGN_LOANS_REQUESTS", "true")
+        orchestrator_environment = {  # also the Bedrock executor's: the same code
+            "JOURNEYS_TABLE_NAME": data.journeys.table_name,
+            "LOANS_API_URL": loans_api.api.url.rstrip("/"),
+            "SIGN_LOANS_REQUESTS": "true",
+        }
+        for name, value in orchestrator_environment.items():
+            fns.orchestrator.add_environment(name, value)
         fns.consumer.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
         for outbox_worker in (fns.relay, fns.sweeper):
             outbox_worker.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
@@ -130,6 +137,15 @@ class LoanSagaStack(Stack):
             "DashboardName": self.observability.dashboard.dashboard_name,
             "AlarmTopicArn": self.observability.alarm_topic.topic_arn,
         }
+        if bedrock_agent:  # Bedrock Agents' action-group executor: the orchestrator behind another entry point
+            executor = BedrockExecutor(
+                self, "BedrockAgent", orchestrator=fns.orchestrator, code=fns.code, layer=fns.layer,
+                environment=orchestrator_environment,
+                timeout=ORCHESTRATOR_TIMEOUT, memory_mb=MEMORY_MB[names.ORCHESTRATOR], log_retention=retention,
+                removal_policy=RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN,
+            )  # fmt: skip
+            outputs[OUTPUT_EXECUTOR_ARN] = executor.function.function_arn
+            outputs[OUTPUT_AGENT_ROLE] = executor.agent_role.role_arn
         for key, value in outputs.items():
             CfnOutput(self, key, value=value)
         acknowledge(
