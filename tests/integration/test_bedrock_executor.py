@@ -132,3 +132,14 @@ def test_the_agent_is_the_caller_its_keys_belong_to(executor, api_paths, orchest
     # Then it is another journey: the key was the agent's alone
     assert other.status == 201
     assert json_of(other)["journeyId"] != record["journeyId"]
+
+
+def test_an_event_that_names_no_operation_is_a_400_problem_in_bedrocks_format(executor):
+    # Given an event for a function-details action group (no apiPath, no httpMethod)
+    event = {k: v for k, v in action_event("/journeys", "POST").items() if k not in ("apiPath", "httpMethod")}
+    # When the executor is invoked with it
+    answer = executor(event, LambdaContextStub("bedrock-executor"))
+    # Then it answers a 400 problem, in Bedrock's format, and never a stack trace
+    assert answer["response"]["httpStatusCode"] == 400
+    problem = json.loads(answer["response"]["responseBody"]["application/json"]["body"])
+    assert (problem["status"], problem["retryable"]) == (400, False)
