@@ -287,11 +287,14 @@ def test_a_target_rate_sizes_shards_throttles_and_concurrency(variant):
     assert (wanted.pending_shards, wanted.consumer_max_concurrency) == (160, 1000)
 
 
-def test_every_deployed_handler_is_an_entry_point_the_local_runtime_invokes(resources):
-    # Given the Handler of every function in the template
+def test_every_deployed_handler_is_an_entry_point_the_local_runtime_invokes(resources, variant):
+    # Given the Handler of every function in the template, and in the variant (every flag set)
     deployed = {f["Properties"]["Handler"] for f in saga_functions(resources).values()}
-    # Then they are exactly the entry points saga local's containers run, and each is a function
-    assert deployed == {value for name, value in vars(entry_points).items() if name.isupper()}
-    for handler in deployed:
+    with_every_flag = {f["Properties"]["Handler"] for f in saga_functions(variant).values()}
+    # Then they are exactly the entry points (saga local's containers run all but the Bedrock executor,
+    # which is deployed only with `-c bedrockAgent=true`), and each is a function
+    assert with_every_flag == {value for name, value in vars(entry_points).items() if name.isupper()}
+    assert deployed == with_every_flag - {entry_points.BEDROCK_EXECUTOR}
+    for handler in with_every_flag:
         module, function = handler.rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), function)), handler
