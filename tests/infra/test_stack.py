@@ -158,8 +158,12 @@ def test_the_redrive_role_may_move_dlq_messages_to_the_queue_and_nothing_else(re
 
 
 def saga_functions(resources: dict[str, Any]) -> dict[str, Any]:
-    """The six functions of the saga (not the deploy-time custom resource's, infra/apis.py)."""
-    return {k: v for k, v in of_type(resources, "AWS::Lambda::Function").items() if k.startswith("Functions")}
+    """The functions of the saga, and the Bedrock executor when enabled (not the deploy-time custom resource's)."""
+    return {
+        k: v
+        for k, v in of_type(resources, "AWS::Lambda::Function").items()
+        if k.startswith(("Functions", "BedrockAgent"))
+    }
 
 
 def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powertools(resources):

@@ -6,7 +6,7 @@ loans-api over the in-process HTTP transport): events shaped as the AWS document
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,6 +19,9 @@ from shared.entry_points import Handler
 from tests.bedrock_events import ACTION_GROUP, action_event
 from tests.integration.journeys import truth
 from tests.support import ApiClient, json_of, quiet_metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 TERMS = {"amount": 10000, "termMonths": 36}
 
@@ -84,7 +87,7 @@ def test_a_bedrock_agent_runs_a_whole_journey_and_a_retried_invocation_is_a_repl
     assert (status, read["currentState"]) == (200, "disbursed")
 
 
-def test_a_retried_create_makes_one_journey(executor, api_paths, orchestrator_settings, dynamodb):
+def test_a_retried_create_makes_one_journey(executor, api_paths, orchestrator_settings, dynamodb: DynamoDBClient):
     agent = Agent(executor, api_paths)
     # Given a createJourney action Bedrock invokes twice
     create = agent.event("createJourney", body={"customerId": "c-twice"})
