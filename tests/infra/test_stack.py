@@ -272,7 +272,7 @@ def test_the_defaults_are_sized_for_20_journeys_per_second(resources):
         "shards": ["4"],
         "writers": ["loans-api", "relay", "sweeper"],
         "parallelization": [2],
-        "consumers": [10],
+        "consumers": [4],  # what 20 journeys/s needs (shared/capacity.py), no more: an account of 10 runs it
         "throttles": [100, 500],  # loans-api admits every retry: 5 attempts
     }
 
