@@ -7,7 +7,8 @@ Context flags: `-c dev=true` for a stack that can be torn down (tables and logs 
 account-wide CloudWatch role alone (by default the stack sets it where none is set, never over one; see README);
 `-c alarmEmail=ADDRESS` to subscribe an address to the alarms; `-c targetJourneysPerSecond=N` to size the
 pending index's shards, the agent API's throttle, the consumer's concurrency and the relay's
-parallelization factor for N journeys per second (shared/capacity.py, docs/SCALE.md; default 20)."""
+parallelization factor for N journeys per second (shared/capacity.py, docs/SCALE.md; default 20);
+`-c bedrockAgent=true` to add Amazon Bedrock Agents' action-group executor (infra/bedrock.py; README)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, LoanSagaStack]:
         api_gateway_account_role=_flag(app, "apiGatewayAccountRole", default=True),
         alarm_email=app.node.try_get_context("alarmEmail") or None,
         capacity=derive(target),
+        bedrock_agent=_flag(app, "bedrockAgent"),
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
         description="Orchestrated loan-journey saga: agent-safe retries, atomic receipts, transactional outbox",
     )

@@ -212,8 +212,11 @@ class ApiGatewayAccountRole(Construct):
                 )
             },
         )
-        # Kept on delete (the account's setting may point at it), removed when its creation rolls back.
-        self.role.apply_removal_policy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
+        # Always kept, even when the deploy that created it rolls back: the account's setting may name it
+        # by then (the custom resource set it), and the setting is never cleared (it is the account's, and
+        # a retry keeps a role already set), so a deleted role would leave every API of the account and
+        # region logging nowhere. An orphan role, unused or used, costs nothing.
+        self.role.apply_removal_policy(RemovalPolicy.RETAIN)
         account = f"arn:{stack.partition}:apigateway:{stack.region}::/account"
         setter_role = iam.Role(
             self,

@@ -115,3 +115,13 @@ class SagaFunctions(Construct):
             },
             description=f"loan saga: {service}",
         )
+
+    @property
+    def code(self) -> lambda_.Code:
+        """The one code asset every function runs (infra/bedrock.py runs it too)."""
+        return self._code
+
+    @property
+    def layer(self) -> lambda_.ILayerVersion:
+        """The one dependencies layer."""
+        return self._layer

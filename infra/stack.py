@@ -12,9 +12,10 @@ from constructs import Construct
 from infra import permissions
 from infra.apis import ApiGatewayAccountRole, ProxyApi, RouteInvoker, throttles
 from infra.audit import JourneyAudit
+from infra.bedrock import OUTPUT_AGENT_ROLE, OUTPUT_EXECUTOR_ARN, BedrockExecutor
 from infra.data import DataTables
 from infra.event_sources import EventSources
-from infra.functions import SagaFunctions
+from infra.functions import MEMORY_MB, ORCHESTRATOR_TIMEOUT, SagaFunctions
 from infra.messaging import Messaging
 from infra.nag import acknowledge
 from infra.observability import Observability, Watched
@@ -37,6 +38,7 @@ class LoanSagaStack(Stack):
         api_gateway_account_role: bool = True,
         alarm_email: str | None = None,
         capacity: Capacity = DEFAULT_CAPACITY,
+        bedrock_agent: bool = False,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -101,9 +103,13 @@ class LoanSagaStack(Stack):
         fns.loans_api.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
         # Writer and sweeper agree on the pending index's shards (sized for the target rate).
         fns.loans_api.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
-        fns.orchestrator.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
-        fns.orchestrator.add_environment("LOANS_API_URL", loans_api.api.url.rstrip("/"))
-        fns.orchestrator.add_environment("SIGN_LOANS_REQUESTS", "true")
+        orchestrator_environment = {  # also the Bedrock executor's: the same code
+            "JOURNEYS_TABLE_NAME": data.journeys.table_name,
+            "LOANS_API_URL": loans_api.api.url.rstrip("/"),
+            "SIGN_LOANS_REQUESTS": "true",
+        }
+        for name, value in orchestrator_environment.items():
+            fns.orchestrator.add_environment(name, value)
         fns.consumer.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
         fns.consumer.add_environment("LOANS_API_URL", loans_api.api.url.rstrip("/"))
         fns.consumer.add_environment("SIGN_LOANS_REQUESTS", "true")
@@ -154,6 +160,15 @@ class LoanSagaStack(Stack):
             "DashboardName": self.observability.dashboard.dashboard_name,
             "AlarmTopicArn": self.observability.alarm_topic.topic_arn,
         }
+        if bedrock_agent:  # Bedrock Agents' action-group executor: the orchestrator behind another entry point
+            executor = BedrockExecutor(
+                self, "BedrockAgent", orchestrator=fns.orchestrator, code=fns.code, layer=fns.layer,
+                environment=orchestrator_environment,
+                timeout=ORCHESTRATOR_TIMEOUT, memory_mb=MEMORY_MB[names.ORCHESTRATOR], log_retention=retention,
+                removal_policy=RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN,
+            )  # fmt: skip
+            outputs[OUTPUT_EXECUTOR_ARN] = executor.function.function_arn
+            outputs[OUTPUT_AGENT_ROLE] = executor.agent_role.role_arn
         for key, value in outputs.items():
             CfnOutput(self, key, value=value)
         acknowledge(

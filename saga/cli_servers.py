@@ -72,6 +72,11 @@ def add_local(commands: Any) -> None:
     )
 
 
+# Long enough for `saga local` started at the same moment (an agent runtime launching both); an MCP
+# client's initialize waits for it.
+MCP_WAIT_SECONDS = 20.0
+
+
 def add_mcp(commands: Any) -> None:
     """`saga mcp` and its flags."""
     mcp = commands.add_parser(
@@ -88,6 +93,13 @@ def add_mcp(commands: Any) -> None:
     mcp.add_argument("--region", default=default_region())
     mcp.add_argument(
         "--http", type=int, default=None, metavar="PORT", help="streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
+    )
+    mcp.add_argument(
+        "--wait",
+        type=float,
+        default=MCP_WAIT_SECONDS,
+        metavar="SECONDS",
+        help=f"how long to wait for an orchestrator that is not up yet (default {MCP_WAIT_SECONDS:g})",
     )
 
 
@@ -196,7 +208,7 @@ def run_mcp(args: argparse.Namespace) -> int:
             api_url, signed = stack_target(args.stack, args.region).api_url, True
         else:
             api_url, signed = args.api_url or local_state.read().get("orchestrator") or LOCAL_API_URL, False
-        tools = mcp_server.build(api_url, args.region, signed)
+        tools = mcp_server.build(api_url, args.region, signed, args.wait)
     except (UnreadableDocument, BotoCoreError, ClientError, KeyError) as error:
         print(f"saga mcp: cannot read the orchestrator's API: {type(error).__name__}: {error}", file=sys.stderr)
         return 2

@@ -1,6 +1,11 @@
 """What an MCP tool call does, without MCP's transport: the orchestrator's operations as tools (from
 its OpenAPI document, saga/openapi_tools.py), a call's request and key, and its answer: the Control
-Record plus one line of guidance, or a problem document. Synchronous; `saga.mcp_server` serves it."""
+Record plus one line of guidance, or a problem document. Synchronous; `saga.mcp_server` serves it.
+
+Every result's structured content (`ToolOutcome.structured`, the tool's output schema `result_schema`)
+holds all the text says: the guidance line, the record or the problem, whether repeating is safe, and the
+key the call used. A client that hands the model only `structuredContent` (pydantic-ai) and one that
+hands it only the text read the same answer."""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from typing import Any
 
 import mcp_types as types
 
-from saga.openapi_tools import KEY_ARGUMENT, InvalidArguments, Operation, operations
+from saga.openapi_tools import KEY_ARGUMENT, InvalidArguments, Operation, operations, problem_schema
 from saga.orchestrator_api import ApiReply, ApiRequest, ApiUnreachable, OrchestratorApi, TransportRetry
 from shared.idempotency import HEADER as KEY_HEADER
 from shared.problems import problem_body
@@ -47,6 +52,54 @@ class ToolOutcome:
     replayed: bool = False
     idempotency_key: str | None = None
 
+    def structured(self) -> dict[str, Any]:
+        """The result as one JSON object (a tool's `structuredContent`, conforming to `result_schema`)."""
+        content: dict[str, Any] = {"guidance": self.guidance, "idempotentReplayed": self.replayed}
+        if self.status is not None:
+            content["httpStatus"] = self.status
+        if self.is_error:
+            content["problem"] = self.document
+            content["retryable"] = self.document.get("retryable") is True
+        else:
+            content["record"] = self.document
+        if self.idempotency_key:
+            content[KEY_ARGUMENT] = self.idempotency_key
+        return content
+
+
+def result_schema(record: Mapping[str, Any] | None, problem_document: Mapping[str, Any]) -> dict[str, Any]:
+    """The output schema of a tool whose success answers `record` (a JSON schema; any object if None):
+    `ToolOutcome.structured`, a record on success and a problem on error, both with the guidance."""
+    return {
+        "type": "object",
+        "properties": {
+            "guidance": {
+                "type": "string",
+                "description": "What this result means and what to call next, with the arguments to send.",
+            },
+            "record": {
+                **(record or {"type": "object"}),
+                "description": "On success: the journey's Control Record.",
+            },
+            "problem": {**problem_document, "description": "On error: the RFC 9457 problem document."},
+            "retryable": {
+                "type": "boolean",
+                "description": "On error: true when repeating the same call (same idempotencyKey) is safe and may "
+                "succeed; false when it cannot, and the input or the action must change.",
+            },
+            KEY_ARGUMENT: {
+                "type": "string",
+                "description": "The Idempotency-Key this call used: pass it again to repeat the call safely.",
+            },
+            "idempotentReplayed": {
+                "type": "boolean",
+                "description": "True when this answer is an earlier call's: nothing changed.",
+            },
+            "httpStatus": {"type": "integer", "description": "The API's HTTP status."},
+        },
+        "required": ["guidance", "idempotentReplayed"],
+    }
+
 
 def problem(status: int, slug: str, title: str, detail: str, retryable: bool, **extensions: Any) -> dict[str, Any]:
     """A problem document of the same shape (and type URNs) as the APIs' own."""
@@ -66,6 +119,7 @@ class JourneyTools:
     ) -> None:
         self._api = api
         self._operations = {op.operation_id: op for op in operations(document, exclude=EXCLUDED_OPERATIONS)}
+        self._problem_schema = problem_schema(document)
         self._retry = retry or TransportRetry()
         self._new_key = new_key
         self._sleep = sleep
@@ -95,7 +149,7 @@ class JourneyTools:
             title=op.title,
             description=description,
             input_schema=op.input_schema,
-            output_schema=op.output_schema,
+            output_schema=result_schema(op.output_schema, self._problem_schema),
             annotations=types.ToolAnnotations(title=op.title, **{**_CLOSED_WORLD, **hints}),
         )
 

@@ -2,11 +2,13 @@
 commands as tools with no glue.
 
 The tools are generated at startup from the orchestrator's own OpenAPI document (saga/openapi_tools.py),
-never from a copy of it. Results are the Control Record plus one line of guidance; errors are tool
-errors carrying the API's problem document. A write tool that declares an Idempotency-Key takes an
-optional `idempotencyKey`; without one the server makes one per tool call and keeps it for its own
-transport retries, so a retried call never doubles an effect. Operations without the header (accept,
-disburse, cancel) are idempotent by nature: a repeat answers the record with `Idempotent-Replayed`.
+never from a copy of it. A result is one JSON object (`structuredContent`, described by the tool's
+output schema; its text blocks are the guidance line and the same object serialized): the guidance,
+the Control Record (`record`) or, for a tool error, the API's problem document (`problem`) and whether
+repeating is safe (`retryable`), and the `idempotencyKey` the call used. A write tool that declares an
+Idempotency-Key takes an optional `idempotencyKey`; without one the server makes one per tool call and
+keeps it for its own transport retries, so a retried call never doubles an effect. Operations without the
+header (accept, disburse, cancel) are idempotent by nature: a repeat answers the record with `Idempotent-Replayed`.
 
 Layers: `OrchestratorApi` is the port to the HTTP API (`HttpOrchestratorApi`, urllib3, optionally
 SigV4-signed for a deployed stack; saga/orchestrator_api.py); `JourneyTools` is what a tool call does
@@ -16,6 +18,7 @@ requests onto it; `build` is the composition root.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import sys
@@ -31,7 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 from saga.journey_tools import JourneyTools, ToolOutcome, problem
 from saga.openapi_tools import KEY_ARGUMENT
-from saga.orchestrator_api import HttpOrchestratorApi, TransportRetry, fetch_document
+from saga.orchestrator_api import HttpOrchestratorApi, TransportRetry, wait_for_document
 from shared.loans_client import HttpRequester, SigV4Signer
 
 logger = logging.getLogger("saga.mcp")
@@ -39,18 +42,30 @@ logger = logging.getLogger("saga.mcp")
 RESOURCE_TEMPLATE = "journey://{journeyId}"
 RESOURCE_SCHEME = "journey://"
 SERVER_NAME = "loan-saga"
+PACKAGE = "loan-saga"  # the distribution whose version the server reports
 
 INSTRUCTIONS = """Tools drive a loan journey on the loan-saga orchestrator: createJourney, then simulateLoan,
-acceptSimulation, disburseLoan (or cancelJourney). Every result is the journey's Control Record; its first
-line says which tools are legal next and with which arguments. Errors are problem documents: when
-`retryable` is true, repeat the same call with the same idempotencyKey; on 409, pick one of its
-`availableActions`. disburseLoan moves money and cannot be undone: confirm with the user first."""
+acceptSimulation, disburseLoan (or cancelJourney). Every result is one object: `guidance` says which tools
+are legal next and with which arguments, `record` is the journey's Control Record, `idempotencyKey` the key
+the call used. Errors carry the API's problem document (`problem`) and `retryable`: when it is true, repeat
+the same call with the same `idempotencyKey`; on 409, pick one of the problem's `availableActions`.
+disburseLoan moves money and cannot be undone: confirm with the user first."""
 
 
-def _text(outcome: ToolOutcome) -> list[types.TextContent]:
+def version() -> str:
+    """This server's version: the installed package's."""
+    try:
+        return importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def _text(structured: dict[str, Any]) -> list[types.TextContent]:
+    """The guidance line first, then the structured content serialized (as the spec asks, for clients
+    that read only text)."""
     return [
-        types.TextContent(type="text", text=outcome.guidance),
-        types.TextContent(type="text", text=json.dumps(outcome.document, indent=2)),
+        types.TextContent(type="text", text=structured["guidance"]),
+        types.TextContent(type="text", text=json.dumps(structured, indent=2)),
     ]
 
 
@@ -71,9 +86,10 @@ def create_server(tools: JourneyTools) -> Server[Any]:
         meta: dict[str, Any] = {"httpStatus": outcome.status, "idempotentReplayed": outcome.replayed}
         if outcome.idempotency_key:
             meta[KEY_ARGUMENT] = outcome.idempotency_key
+        structured = outcome.structured()
         return types.CallToolResult(
-            content=list(_text(outcome)),
-            structured_content=outcome.document,
+            content=list(_text(structured)),
+            structured_content=structured,
             is_error=outcome.is_error,
             _meta=meta,
         )
@@ -118,6 +134,7 @@ def create_server(tools: JourneyTools) -> Server[Any]:
 
     return Server(
         SERVER_NAME,
+        version=version(),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -127,9 +144,10 @@ def create_server(tools: JourneyTools) -> Server[Any]:
     )
 
 
-def build(api_url: str, region: str | None = None, signed: bool = False) -> JourneyTools:
-    """JourneyTools for the orchestrator at `api_url`, its tools from the document it serves now;
-    `signed`: every request signed with SigV4 from the standard AWS credential chain."""
+def build(api_url: str, region: str | None = None, signed: bool = False, wait_seconds: float = 0.0) -> JourneyTools:
+    """JourneyTools for the orchestrator at `api_url`, its tools from the document it serves; while it
+    does not answer (not up yet), waiting up to `wait_seconds`, saying so on stderr once. `signed`: every
+    request signed with SigV4 from the standard AWS credential chain."""
     signer = None
     if signed:
         import boto3
@@ -139,7 +157,15 @@ def build(api_url: str, region: str | None = None, signed: bool = False) -> Jour
     # The orchestrator answers within its function's timeout (26 s) and API Gateway's 29 s.
     api = HttpOrchestratorApi(api_url, pool, urllib3.Timeout(connect=3.0, read=35.0), signer)
     retry = TransportRetry()
-    return JourneyTools(api, fetch_document(api, retry, time.sleep), retry)
+    document = wait_for_document(
+        api, retry, wait_seconds, time.sleep, time.monotonic, lambda why: _waiting(api_url, wait_seconds, why)
+    )
+    return JourneyTools(api, document, retry)
+
+
+def _waiting(api_url: str, wait_seconds: float, why: str) -> None:
+    said = f"saga mcp: the orchestrator at {api_url} is not up yet ({why}); waiting up to {wait_seconds:g} s"
+    print(said, file=sys.stderr)
 
 
 async def serve_stdio(server: Server[Any]) -> None:

@@ -203,6 +203,18 @@ def _success_schema(document: Mapping[str, Any], spec: Mapping[str, Any]) -> dic
     return None
 
 
+def problem_schema(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema of the document's problem documents (the first `application/problem+json` response),
+    open to extension members (RFC 9457 allows them); any object when it declares none."""
+    specs = (spec for item in document.get("paths", {}).values() for spec in item.values() if isinstance(spec, dict))
+    for spec in specs:
+        for response in spec.get("responses", {}).values():
+            content = resolve(response, document).get("content", {}).get("application/problem+json", {})
+            if isinstance(content.get("schema"), dict):
+                return {key: value for key, value in content["schema"].items() if key != "additionalProperties"}
+    return {"type": "object"}
+
+
 def _described(parameter: Mapping[str, Any]) -> dict[str, Any]:
     schema: dict[str, Any] = copy.deepcopy(parameter.get("schema", {}))
     if parameter.get("description") and "description" not in schema:

@@ -100,7 +100,11 @@ class TransportRetry:
 
 
 class UnreadableDocument(Exception):
-    """The orchestrator's OpenAPI document could not be fetched or read."""
+    """The orchestrator's OpenAPI document could not be fetched or read; `unreachable`: nothing answered."""
+
+    def __init__(self, message: str, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 def fetch_document(api: OrchestratorApi, retry: TransportRetry, sleep: Callable[[float], None]) -> dict[str, Any]:
@@ -108,7 +112,36 @@ def fetch_document(api: OrchestratorApi, retry: TransportRetry, sleep: Callable[
     try:
         reply = retry.send(api, ApiRequest("GET", DOCUMENT_PATH), sleep)
     except ApiUnreachable as error:
-        raise UnreadableDocument(f"unreachable: {error}") from error
+        raise UnreadableDocument(f"unreachable: {error}", unreachable=True) from error
     if reply.status != 200 or not isinstance(reply.body, dict) or not isinstance(reply.body.get("paths"), dict):
         raise UnreadableDocument(f"GET {DOCUMENT_PATH} answered {reply.status}: {str(reply.body)[:300]}")
     return reply.body
+
+
+def wait_for_document(
+    api: OrchestratorApi,
+    retry: TransportRetry,
+    wait_seconds: float,
+    sleep: Callable[[float], None],
+    monotonic: Callable[[], float],
+    waiting: Callable[[str], None],
+    pause_seconds: float = 1.0,
+) -> dict[str, Any]:
+    """`fetch_document`, tried again while the orchestrator does not answer (it is starting), until
+    `wait_seconds` have passed; `waiting(why)` is told once, when the wait begins. An answer that is not
+    the document is an error at once: waiting cannot mend it."""
+    deadline = monotonic() + wait_seconds
+    told = False
+    while True:
+        try:
+            return fetch_document(api, retry, sleep)
+        except UnreadableDocument as error:
+            if not error.unreachable or wait_seconds <= 0:
+                raise
+            if not told:
+                waiting(str(error))
+                told = True
+            left = deadline - monotonic()
+            if left <= 0:
+                raise
+            sleep(min(pause_seconds, left))

@@ -144,16 +144,14 @@ class EventApplier:
                 return decision
         raise StoreContention(f"journey {event.journeyId}: {self._max_attempts} CAS attempts lost")
 
-    def rebuild(self, truth: LoanEvent) -> Decision:
-        """Re-project the journey's record from `truth`, loans-api's newest event (`rebuild`): a CAS on
-        the version read, so a road that moves the record meanwhile makes this read and decide again."""
-        for _ in range(self._max_attempts):
-            record = self._store.get(truth.journeyId)
-            if record is None:
-                raise JourneyNotFound(truth.journeyId)
-            decision = rebuild(record, truth, self._clock())
-            if decision.outcome is not Outcome.APPLIED:
-                return decision
-            if self._store.replace(decision.record, expected_version=record.version):
-                return decision
-        raise StoreContention(f"journey {truth.journeyId}: {self._max_attempts} CAS attempts lost")
+    def rebuild(self, truth: LoanEvent, judged: ControlRecord) -> Decision:
+        """Re-project `judged`, the record an operator's audit compared with `truth` (loans-api's newest
+        event), from that truth (`rebuild`). One compare-and-swap on the version judged, never retried: a
+        record that moved since was moved by a road applying a newer event, and re-deciding on the old
+        truth would take it back; SKIPPED then (audit again)."""
+        decision = rebuild(judged, truth, self._clock())
+        if decision.outcome is not Outcome.APPLIED:
+            return decision
+        if self._store.replace(decision.record, expected_version=judged.version):
+            return decision
+        return Decision(Outcome.SKIPPED, judged)

@@ -67,7 +67,7 @@ def derive(target_journeys_per_second: float, workload: Workload | None = None) 
         pending_shards=shards,
         orchestrator_rate=api_rate,
         orchestrator_burst=2 * api_rate,
-        consumer_max_concurrency=min(1000, max(10, consumers)),  # SQS event source: 2..1,000
+        consumer_max_concurrency=min(1000, max(2, consumers)),  # SQS event source: 2..1,000
         relay_parallelization_factor=min(10, max(1, math.ceil(per_shard))),  # streams: 1..10
     )
 

@@ -11,6 +11,7 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 LOANS_API = "functions.loans_api.handler.lambda_handler"
 ORCHESTRATOR = "functions.orchestrator.handler.lambda_handler"
+BEDROCK_EXECUTOR = "functions.orchestrator.handler.bedrock_handler"
 RELAY = "functions.relay.handler.lambda_handler"
 SWEEPER = "functions.relay.handler.sweeper_handler"
 CONSUMER = "functions.consumer.handler.lambda_handler"

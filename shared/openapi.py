@@ -13,13 +13,15 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, Field
 
+from shared.idempotency import HEADER as KEY_HEADER
 from shared.idempotency import REPLAYED_HEADER
 from shared.problems import PROBLEM_CONTENT_TYPE, ProblemDetails
 
 Document = dict[str, Any]
 _SCHEMAS = "#/components/schemas/"
-# Operations that move money: an agent platform should ask its user before calling them.
-CONFIRM_BEFORE = frozenset({"disburseLoan"})
+# Operations that cannot be undone (disburse moves money, cancel ends the journey): an agent platform
+# should ask its user before calling them.
+CONFIRM_BEFORE = frozenset({"disburseLoan", "cancelJourney"})
 # Operations that are not tools: an agent has no reason to call them.
 NOT_TOOLS = frozenset({"health"})
 
@@ -123,7 +125,9 @@ def bedrock(doc: Document) -> Document:
     """`doc` as Amazon Bedrock Agents accept an action group's schema: OpenAPI 3.0.0 with no 3.1-only
     construct (`anyOf` with `type: null` becomes `nullable`, `examples` becomes `example`, `const`
     becomes a one-value `enum`), no `enum` on parameters (it moves into the description), no
-    operation that is not a tool (health), and `x-requireConfirmation: ENABLED` on money moves."""
+    operation that is not a tool (health), `x-requireConfirmation: ENABLED` on what cannot be undone,
+    and no Idempotency-Key header: the action-group executor derives each action's key from what
+    Bedrock sends (functions/orchestrator/bedrock.py), so the model never has to invent one."""
     out = copy.deepcopy(doc)
     out["openapi"] = "3.0.0"
     for key in ("jsonSchemaDialect", "webhooks"):
@@ -135,6 +139,13 @@ def bedrock(doc: Document) -> Document:
             paths[path] = kept
     out["paths"] = paths
     for _, operation in _operations(out):
+        operation["parameters"] = [
+            parameter
+            for parameter in operation.get("parameters", [])
+            if not (parameter.get("in") == "header" and str(parameter.get("name", "")).lower() == KEY_HEADER.lower())
+        ]
+        if not operation["parameters"]:
+            del operation["parameters"]
         for parameter in operation.get("parameters", []):
             schema = parameter.get("schema", {})
             if "enum" in schema:

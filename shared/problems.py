@@ -91,6 +91,10 @@ def domain_problem(error: errors.DomainError) -> Response[str]:
     return problem(500, "internal", "Internal error", "unexpected domain error", retryable=True)
 
 
+def _is_retryable(error: errors.DomainError) -> bool:
+    return next((retryable for kind, *_, retryable in _DOMAIN_ERRORS if isinstance(error, kind)), True)
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -140,8 +144,10 @@ def install(app: APIGatewayRestResolver) -> None:
     def _domain(error: errors.DomainError) -> Response[str]:
         answer = domain_problem(error)
         fields = {"error": type(error).__name__, "detail": error.detail}
-        if answer.status_code >= 500:  # ours to fix, not the caller's: a bug or corrupt data
+        if answer.status_code >= 500 and not _is_retryable(error):  # ours to fix: a bug or corrupt data
             logger.error("domain error", extra=fields, exc_info=error)
+        elif answer.status_code >= 500:  # a dependency that did not answer in time: the caller retries
+            logger.warning("domain error", extra=fields)
         else:
             logger.info("domain error", extra=fields)
         return answer

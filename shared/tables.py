@@ -73,7 +73,9 @@ JOURNEYS_TABLE = TableSpec(logical_id="JourneysTable", local_name="journeys")
 
 # The consumer's timeout; the events queue's visibility timeout is 6x this (AWS guidance for SQS
 # event sources), so a message is not redelivered while a batch is still being applied.
-CONSUMER_TIMEOUT_SECONDS = 20
+# 35 s: a full batch whose every message needs a ledger read that runs out its timeouts (10 x 2.8 s) still
+# ends with a margin (tests/unit/test_consumer.py).
+CONSUMER_TIMEOUT_SECONDS = 35
 # Messages per consumer invocation (the event source mapping's batch size): a batch whose every message
 # needs a ledger read still fits CONSUMER_TIMEOUT_SECONDS (tests/unit/test_consumer.py).
 CONSUMER_BATCH_SIZE = 10

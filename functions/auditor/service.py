@@ -113,7 +113,12 @@ class JourneyAuditor:
         event = self._evidence(record, truth).newest_event
         if event is None:  # nothing readable to project from: the finding stays as it is
             return finding
-        decision = self._applier.rebuild(event)
+        decision = self._applier.rebuild(event, judged=record)
+        if decision.outcome is Outcome.SKIPPED:
+            logger.warning(
+                "not rebuilt: the record moved since it was audited; audit it again",
+                extra={"journey_id": finding.journeyId, "version": record.version},
+            )
         if decision.outcome is Outcome.APPLIED:
             rebuilt = Rebuilt(
                 journeyId=finding.journeyId,

@@ -94,11 +94,18 @@ class EventConsumer:
                 continue
         return self._store.get_many(journeys) if journeys else {}
 
-    def consume(self, body: str, known: dict[str, ControlRecord] | None = None) -> Outcome:
+    def consume(
+        self,
+        body: str,
+        known: dict[str, ControlRecord] | None = None,
+        ledgers: dict[str, LoanEvent | None] | None = None,
+    ) -> Outcome:
         """Apply one message body. Raises for a message that must be retried (and, after its
         receives, land in the DLQ): malformed (MalformedEvent), not what loans-api committed
         (EventRejected), about a journey that does not exist, or loans-api unreachable. `known`
-        holds records already read for this batch; it is kept up to date as events apply."""
+        holds records already read for this batch; it is kept up to date as events apply. `ledgers` holds
+        the ledger answers read for this batch: one read per journey per batch, however many claims (a
+        ledger that moves within the batch is caught on the message's next receive)."""
         try:
             claim = parse_event(body)
         except UnreadableEvent as error:
@@ -110,7 +117,7 @@ class EventConsumer:
             if already_applied(record, claim):
                 event, outcome = claim, Outcome.NOOP  # as cheap as ever: no ledger read, no write
             else:
-                event = confirmed(claim, self._ledger.latest_event(claim.journeyId))
+                event = confirmed(claim, self._newest(claim.journeyId, ledgers))
                 decision = self._applier.apply(event, "outbox", current=record, confirm_noop=False)
                 known[claim.journeyId] = record = decision.record
                 outcome = decision.outcome
@@ -134,6 +141,13 @@ class EventConsumer:
             },
         )
         return outcome
+
+    def _newest(self, journey_id: str, ledgers: dict[str, LoanEvent | None] | None) -> LoanEvent | None:
+        if ledgers is None:
+            return self._ledger.latest_event(journey_id)
+        if journey_id not in ledgers:
+            ledgers[journey_id] = self._ledger.latest_event(journey_id)
+        return ledgers[journey_id]
 
     def _read(self, journey_id: str) -> ControlRecord:
         record = self._store.get_many([journey_id]).get(journey_id)

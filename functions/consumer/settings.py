@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from shared.loans_client import COLD_READ_TIMEOUT_SECONDS
 from shared.settings import BaseSettings
 
 
@@ -13,4 +14,6 @@ class ConsumerSettings(BaseSettings):
     # it after the queue's visibility timeout. A batch's worst case (every message needs a read and
     # every read times out) fits the function's timeout (tests/unit/test_consumer.py holds it to that).
     loans_connect_timeout: float = 0.3
-    loans_read_timeout: float = 1.2
+    # Long enough for a cold loans-api, as the orchestrator's (a confirmation cut off by a cold start would
+    # wait the queue's visibility timeout for its next receive).
+    loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS

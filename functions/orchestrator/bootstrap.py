@@ -12,6 +12,7 @@ import urllib3
 from aws_lambda_powertools import Metrics
 from uuid6 import uuid7
 
+from functions.orchestrator import bedrock
 from functions.orchestrator.api import create_app
 from functions.orchestrator.deadline import RequestDeadline
 from functions.orchestrator.loans_gateway import LoansGateway
@@ -25,6 +26,7 @@ from shared.clock import utc_now
 from shared.entry_points import Handler
 from shared.guards import guarded
 from shared.loans_client import HttpRequester, http_loans_client
+from shared.problems import problem_body
 
 # The orchestrator's own DynamoDB calls get a small budget: each call is started only if its worst
 # case fits the request's deadline (tests/integration/test_deadline.py runs every command's worst case).
@@ -94,5 +96,30 @@ def build(
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         deadline.start(context)
         return app(event, context)
+
+    return handle
+
+
+def build_bedrock(
+    settings: OrchestratorSettings,
+    metrics: Metrics,
+    http: HttpRequester | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Handler:
+    """A Bedrock Agents action-group executor: each action is the API Gateway request it stands for,
+    answered by the orchestrator's own handler (`build`: the same resolver, keys, receipts, problems),
+    in Bedrock's response format (functions/orchestrator/bedrock.py)."""
+    api = build(settings, metrics, http, sleep, monotonic)
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        _, partition, _, region, account, *_ = str(context.invoked_function_arn).split(":")
+        caller = bedrock.caller_arn(event, region, account, partition)
+        try:
+            proxy_event = bedrock.request(event, caller)
+        except bedrock.NotAnActionEvent as error:
+            body = problem_body(400, "not-an-action", "Not an action-group event", str(error), False)
+            return bedrock.response(event, {"statusCode": 400, "body": body})
+        return bedrock.response(event, api(proxy_event, context))
 
     return handle

@@ -1,4 +1,5 @@
-"""Lambda entry for the orchestrator: Powertools decorators around the app built once per container."""
+"""Lambda entries for the orchestrator (API Gateway's, and Bedrock Agents' action-group executor):
+Powertools decorators around the app built once per container."""
 
 from __future__ import annotations
 
@@ -25,8 +26,21 @@ def _app() -> Handler:
     return bootstrap.build(OrchestratorSettings.from_env(os.environ), metrics)
 
 
+@cache
+def _bedrock() -> Handler:
+    return bootstrap.build_bedrock(OrchestratorSettings.from_env(os.environ), metrics)
+
+
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return _app()(event, context)
+
+
+@logger.inject_lambda_context(correlation_id_path="sessionId")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def bedrock_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Amazon Bedrock Agents' action-group executor: the same operations, in Bedrock's event format."""
+    return _bedrock()(event, context)

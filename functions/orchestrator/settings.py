@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
+from shared.loans_client import COLD_READ_TIMEOUT_SECONDS
 from shared.settings import BaseSettings
 
 
@@ -12,11 +13,10 @@ class OrchestratorSettings(BaseSettings):
     # Per-attempt limits of one call to loans-api; with the retry schedule they fit API Gateway's
     # 29 s integration timeout (see tests/unit/test_retry.py for the worst case).
     loans_connect_timeout: float = 0.3
-    # Sized from a cold loans-api as it may deploy (from sources, without bytecode: import + init 1.58 s
-    # in issue 24's run, BENCHMARKS.md section 5 for this machine's): 1.5x that, so the first attempt that
-    # meets a cold start is not cut off and retried into another. tests/integration/test_deadline.py runs
-    # every command's worst case with it.
-    loans_read_timeout: float = 2.5
+    # Sized for a cold loans-api (shared/loans_client.py COLD_READ_TIMEOUT_SECONDS), so the first attempt
+    # that meets a cold start is not cut off and retried into another. tests/integration/test_deadline.py
+    # runs every command's worst case with it.
+    loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS
     retry_attempts: int = 5
     retry_base_delay: float = 1.0
     retry_multiplier: float = 2.0

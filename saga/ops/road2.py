@@ -144,8 +144,17 @@ def diagnose(body: str, journeys: DynamoControlRecordStore, ledger: Ledger | Non
     reason = "unknown journey" if record is None else "failed when applied (see consumer logs)"
     if record is not None and ledger is not None and not already_applied(record, event):
         try:
-            confirmed(event, ledger.latest_event(event.journeyId))
-            reason = "committed by loans-api, not applied (was loans-api unreachable? see consumer logs): redrive it"
+            newest = confirmed(event, ledger.latest_event(event.journeyId))
+            if newest.seq == event.seq:  # the whole event is the ledger's
+                reason = (
+                    "committed by loans-api, not applied (was loans-api unreachable? see consumer logs): redrive it"
+                )
+            else:  # older than the ledger's newest: its content is not checked, only the newest is ever applied
+                reason = (
+                    f"older than loans-api's ledger (seq {event.seq} < {newest.seq}): not applied (was loans-api "
+                    "unreachable? see consumer logs); its content is not checked, and a redrive applies only the "
+                    "ledger's newest event"
+                )
         except EventRejected as rejected:
             reason = f"rejected: {rejected}"
     return {"eventId": event.eventId, "type": event.type, "journeyId": event.journeyId, "reason": reason}

@@ -109,16 +109,16 @@ def test_an_agent_drives_a_whole_journey_through_saga_mcp(system):
             seen["tools"] = tools
             # and walks a journey, reading each result's guidance
             created = await session.call_tool("createJourney", {"customerId": "c-mcp"})
-            journey = created.structured_content["journeyId"]
+            journey = created.structured_content["record"]["journeyId"]
             seen["journey"], seen["created"] = journey, created
             seen["refused"] = await session.call_tool("disburseLoan", {journey_arg: journey})
             terms = {journey_arg: journey, **TERMS, KEY_ARGUMENT: f"mcp-e2e-{journey}"}
             seen["simulated"] = await session.call_tool("simulateLoan", terms)
             seen["replayed"] = await session.call_tool("simulateLoan", terms)
             # (accept and disburse name what the last result showed: the link's body, as the guidance spells it)
-            quote = link_body(seen["simulated"].structured_content, "accept") or {}
+            quote = link_body(seen["simulated"].structured_content["record"], "accept") or {}
             seen["accepted"] = await session.call_tool("acceptSimulation", {journey_arg: journey, **quote})
-            payout = link_body(seen["accepted"].structured_content, "disburse") or {}
+            payout = link_body(seen["accepted"].structured_content["record"], "disburse") or {}
             seen["disbursed"] = await session.call_tool("disburseLoan", {journey_arg: journey, **payout})
             seen["disbursed again"] = await session.call_tool("disburseLoan", {journey_arg: journey, **payout})
             seen["cancelled late"] = await session.call_tool("cancelJourney", {journey_arg: journey})
@@ -136,29 +136,30 @@ def test_an_agent_drives_a_whole_journey_through_saga_mcp(system):
     for step, state in (("created", "created"), ("simulated", "simulated"), ("accepted", "accepted")):
         result = seen[step]
         assert not result.is_error, result.content[0].text
-        assert result.structured_content["currentState"] == state
+        assert result.structured_content["record"]["currentState"] == state
         assert "next legal actions:" in result.content[0].text
-    simulation_id = seen["simulated"].structured_content["simulation"]["simulationId"]
+    simulation_id = seen["simulated"].structured_content["record"]["simulation"]["simulationId"]
     assert (
         f"acceptSimulation({journey_arg}={journey!r}, simulationId={simulation_id!r})"
         in seen["simulated"].content[0].text
     )
-    assert seen["disbursed"].structured_content["currentState"] == "disbursed"
+    assert seen["disbursed"].structured_content["record"]["currentState"] == "disbursed"
     assert "no action is legal now" in seen["disbursed"].content[0].text
     # a command the state refuses is a tool error carrying the problem and what is legal instead
     refused = seen["refused"]
     assert refused.is_error
-    assert refused.structured_content["status"] == 409
-    assert {action["name"] for action in refused.structured_content["availableActions"]} == {"simulate", "cancel"}
+    assert refused.structured_content["problem"]["status"] == 409
+    legal = {action["name"] for action in refused.structured_content["problem"]["availableActions"]}
+    assert legal == {"simulate", "cancel"}
     assert refused.structured_content["retryable"] is False
     cancelled_late = seen["cancelled late"]
     assert cancelled_late.is_error
-    assert cancelled_late.structured_content["status"] == 409
-    assert cancelled_late.structured_content["availableActions"] == []
+    assert cancelled_late.structured_content["problem"]["status"] == 409
+    assert cancelled_late.structured_content["problem"]["availableActions"] == []
     # a write repeated with the same idempotencyKey is replayed and doubles nothing
     assert seen["replayed"].meta["idempotentReplayed"] is True
     assert seen["simulated"].meta["idempotentReplayed"] is False
-    assert seen["replayed"].structured_content == seen["simulated"].structured_content
+    assert seen["replayed"].structured_content["record"] == seen["simulated"].structured_content["record"]
     assert seen["disbursed again"].meta["idempotentReplayed"] is True
     truth = system.truth(journey)
     assert len(truth["simulations"]) == 1
@@ -195,14 +196,15 @@ def test_for_a_stack_every_request_is_signed_for_execute_api_in_the_stacks_regio
             (journey_arg,) = tools["getJourney"].input_schema["required"]
             created = await session.call_tool("createJourney", {"customerId": "c-signed"})
             seen["created"] = created
-            seen["read"] = await session.call_tool("getJourney", {journey_arg: created.structured_content["journeyId"]})
+            journey = created.structured_content["record"]["journeyId"]
+            seen["read"] = await session.call_tool("getJourney", {journey_arg: journey})
 
     anyio.run(agent)
 
     # Then the URL came from the stack's outputs, and the document and both calls were answered
     assert fake_aws.describe_stacks == 1
     assert not seen["created"].is_error, seen["created"].content[0].text
-    assert seen["read"].structured_content["currentState"] == "created"
+    assert seen["read"].structured_content["record"]["currentState"] == "created"
     # because every request reached the API signed, scoped to execute-api in the stack's region
     assert [request["path"].split("/")[-1] for request in fake_aws.api_requests][:2] == ["openapi.json", "journeys"]
     assert len(fake_aws.api_requests) == 3
@@ -235,7 +237,20 @@ def test_saga_mcp_over_streamable_http_on_loopback_serves_the_tools_and_creates_
             output = log.read()
     # Then it gets the same tools and the Control Record
     assert "createJourney" in names, output
-    assert created.structured_content["currentState"] == "created", output
+    assert created.structured_content["record"]["currentState"] == "created", output
+
+
+def test_saga_mcp_waits_a_bounded_time_for_an_orchestrator_that_is_not_up_and_says_so():
+    # Given no orchestrator at the URL
+    url = f"http://127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "saga.cli", "mcp", "--api-url", url, "--wait", "2"]
+    # When `saga mcp` starts with a 2 s wait
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    # Then it said on stderr that it waits, then gave up with an error naming the URL (stdout stays clean)
+    assert f"the orchestrator at {url} is not up yet" in done.stderr
+    assert "waiting up to 2 s" in done.stderr
+    assert "cannot read the orchestrator's API" in done.stderr
+    assert (done.returncode, done.stdout) == (2, "")
 
 
 def wait_for_port(port: int, process: subprocess.Popen[Any], timeout: float = 30.0) -> None:

@@ -27,12 +27,17 @@ def synthesized(tmp_path_factory) -> tuple[Template, Path]:
 
 
 @pytest.fixture(scope="session")
-def variant(tmp_path_factory) -> dict[str, Any]:
+def variant_template(tmp_path_factory) -> dict[str, Any]:
     """The second (and last) synthesis: every context flag set the other way."""
     _, stack = synth(tmp_path_factory.mktemp("cdk.out.variant"), dev="true", stackName="LoanSagaDev",
                      apiGatewayAccountRole="false", alarmEmail="ops@example.com",
-                     targetJourneysPerSecond="10000")  # fmt: skip
-    return dict(Template.from_stack(stack).to_json()["Resources"])
+                     targetJourneysPerSecond="10000", bedrockAgent="true")  # fmt: skip
+    return dict(Template.from_stack(stack).to_json())
+
+
+@pytest.fixture(scope="session")
+def variant(variant_template) -> dict[str, Any]:
+    return dict(variant_template["Resources"])
 
 
 @pytest.fixture(scope="session")

@@ -158,8 +158,12 @@ def test_the_redrive_role_may_move_dlq_messages_to_the_queue_and_nothing_else(re
 
 
 def saga_functions(resources: dict[str, Any]) -> dict[str, Any]:
-    """The six functions of the saga (not the deploy-time custom resource's, infra/apis.py)."""
-    return {k: v for k, v in of_type(resources, "AWS::Lambda::Function").items() if k.startswith("Functions")}
+    """The functions of the saga, and the Bedrock executor when enabled (not the deploy-time custom resource's)."""
+    return {
+        k: v
+        for k, v in of_type(resources, "AWS::Lambda::Function").items()
+        if k.startswith(("Functions", "BedrockAgent"))
+    }
 
 
 def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powertools(resources):
@@ -268,7 +272,7 @@ def test_the_defaults_are_sized_for_20_journeys_per_second(resources):
         "shards": ["4"],
         "writers": ["loans-api", "relay", "sweeper"],
         "parallelization": [2],
-        "consumers": [10],
+        "consumers": [4],  # what 20 journeys/s needs (shared/capacity.py), no more: an account of 10 runs it
         "throttles": [100, 500],  # loans-api admits every retry: 5 attempts
     }
 
@@ -287,11 +291,14 @@ def test_a_target_rate_sizes_shards_throttles_and_concurrency(variant):
     assert (wanted.pending_shards, wanted.consumer_max_concurrency) == (160, 1000)
 
 
-def test_every_deployed_handler_is_an_entry_point_the_local_runtime_invokes(resources):
-    # Given the Handler of every function in the template
+def test_every_deployed_handler_is_an_entry_point_the_local_runtime_invokes(resources, variant):
+    # Given the Handler of every function in the template, and in the variant (every flag set)
     deployed = {f["Properties"]["Handler"] for f in saga_functions(resources).values()}
-    # Then they are exactly the entry points saga local's containers run, and each is a function
-    assert deployed == {value for name, value in vars(entry_points).items() if name.isupper()}
-    for handler in deployed:
+    with_every_flag = {f["Properties"]["Handler"] for f in saga_functions(variant).values()}
+    # Then they are exactly the entry points (saga local's containers run all but the Bedrock executor,
+    # which is deployed only with `-c bedrockAgent=true`), and each is a function
+    assert with_every_flag == {value for name, value in vars(entry_points).items() if name.isupper()}
+    assert deployed == with_every_flag - {entry_points.BEDROCK_EXECUTOR}
+    for handler in with_every_flag:
         module, function = handler.rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), function)), handler

@@ -77,7 +77,7 @@ def test_the_code_asset_holds_every_handler_importable_from_it_and_no_bytecode(t
     # Given the code asset as local bundling lays it out, and every function's entry point
     packaging.copy_app(tmp_path)
     handlers = sorted(value for name, value in vars(entry_points).items() if name.isupper())
-    assert len(handlers) == 6
+    assert len(handlers) == 7  # the six functions, and the Bedrock executor (`-c bedrockAgent=true`)
     # When a fresh interpreter imports every handler from the asset alone (dependencies from the venv)
     code = (
         f"import importlib, sys\nsys.path.insert(0, {str(tmp_path)!r})\n"

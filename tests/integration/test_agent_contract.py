@@ -109,9 +109,11 @@ def test_the_bedrock_export_is_within_bedrocks_openapi_30_subset(orchestrator):
     for _, _, op in ops:
         assert op["description"]
         assert all("enum" not in parameter["schema"] for parameter in op.get("parameters", []))
-    # Moving money asks the user first, and nothing else does
+    # What cannot be undone (moving money, ending the journey) asks the user first, and nothing else does
     confirmed = {op["operationId"] for _, _, op in ops if op.get("x-requireConfirmation") == "ENABLED"}
-    assert confirmed == {"disburseLoan"}
+    assert confirmed == {"disburseLoan", "cancelJourney"}
+    # and no operation asks the model for an Idempotency-Key: the executor derives it
+    assert all(parameter["in"] != "header" for _, _, op in ops for parameter in op.get("parameters", []))
     # Nullable fields of the Control Record survive as 3.0 `nullable`
     record = exported["components"]["schemas"]["ControlRecordView"]["properties"]
     assert record["simulation"] == {"allOf": [{"$ref": "#/components/schemas/SimulationSummary"}], "nullable": True}

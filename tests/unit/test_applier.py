@@ -186,6 +186,20 @@ def test_a_rebuild_lowers_a_forged_seq_the_applier_would_call_every_real_event_a
     applier = EventApplier(store, clock=lambda: NOW)
     assert applier.apply(truth, "repair").outcome is Outcome.NOOP
     # When it is rebuilt from the truth, Then the record is back at the ledger's seq and state
-    assert applier.rebuild(truth).outcome is Outcome.APPLIED
+    assert applier.rebuild(truth, judged=record).outcome is Outcome.APPLIED
     assert (store.record.lastAppliedSeq, store.record.currentState) == (truth.seq, "simulated")
     assert store.versions == [0, 1]
+
+
+def test_a_rebuild_of_a_record_that_moved_since_it_was_judged_writes_nothing():
+    # Given a record judged at version 0, which a road then moved (a newer event applied)
+    first, second = history([0, 1])
+    judged = new_control_record("j1", "c1", NOW).model_copy(update={"lastAppliedSeq": 10**9})
+    store = FakeControlRecordStore(judged)
+    moved = decide(new_control_record("j1", "c1", NOW), second, NOW, "reply").record
+    store.record = moved.model_copy(update={"version": 1})
+    # When the rebuild from the older truth runs on what was judged
+    decision = EventApplier(store, clock=lambda: NOW).rebuild(first, judged=judged)
+    # Then it is skipped: the record is not taken back to the older truth
+    assert decision.outcome is Outcome.SKIPPED
+    assert store.record.lastAppliedSeq == second.seq

@@ -7,16 +7,18 @@ halves would share all their helpers."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 import urllib3
 from mcp import Client
 
 from saga.journey_tools import JourneyTools
-from saga.mcp_server import create_server
+from saga.mcp_server import PACKAGE, create_server
 from saga.openapi_tools import KEY_ARGUMENT
 from saga.orchestrator_api import (
     ApiReply,
@@ -25,6 +27,7 @@ from saga.orchestrator_api import (
     TransportRetry,
     UnreadableDocument,
     fetch_document,
+    wait_for_document,
 )
 from tests.fakes import FakeOrchestratorApi, InProcessOrchestrator
 from tests.support import AGENT_OPERATIONS
@@ -249,8 +252,8 @@ def test_a_failure_inside_the_server_reaches_the_model_as_a_problem_without_a_tr
     result = anyio.run(call)
     # Then it is a tool error carrying a problem document, and no stack trace
     assert result.is_error
-    assert result.structured_content["status"] == 500
-    assert "RuntimeError: boom" in result.structured_content["detail"]
+    assert result.structured_content["problem"]["status"] == 500
+    assert "RuntimeError: boom" in result.structured_content["problem"]["detail"]
     assert all("Traceback" not in block.text for block in result.content)
 
 
@@ -271,3 +274,122 @@ def test_a_server_that_cannot_read_the_document_says_so_after_its_retries():
     assert sleeps == TransportRetry().delays()
     with pytest.raises(UnreadableDocument, match="answered 200"):
         fetch_document(wrong, TransportRetry(), sleeps.append)
+
+
+def test_every_result_is_one_object_the_output_schema_describes_and_the_text_repeats():
+    # Given `saga mcp`'s server over the orchestrator's own app, an MCP client of the SDK, and an
+    # orchestrator that stops answering for the last call
+    orchestrator = InProcessOrchestrator()
+    tools = tools_over(orchestrator)
+    name = journey_argument(tools)
+
+    async def agent() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with Client(create_server(tools)) as client:
+            schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
+            created = await client.call_tool("createJourney", {"customerId": "c-1"})
+            journey = created.structured_content["record"]["journeyId"]
+            results = {
+                "created": created,
+                "simulated": await client.call_tool("simulateLoan", {name: journey, **TERMS}),
+                "refused": await client.call_tool("disburseLoan", {name: journey}),
+            }
+            orchestrator.wire.persistent_fault = "timeout"
+            keyed = {name: journey, **TERMS, KEY_ARGUMENT: "k-9"}
+            results["unanswered"] = await client.call_tool("simulateLoan", keyed)
+            return schemas, results
+
+    schemas, results = anyio.run(agent)
+    # Then every result, success or error, conforms to its tool's output schema, and its text blocks are
+    # the guidance line and the structured content itself (a client that reads either reads the same)
+    for step, result in results.items():
+        structured = result.structured_content
+        jsonschema.validate(structured, schemas[result_tool(step)])
+        assert [block.text for block in result.content] == [structured["guidance"], json.dumps(structured, indent=2)]
+    # a success holds the record and the key the server made for the call, which the guidance names too
+    created = results["created"].structured_content
+    assert created["record"]["currentState"] == "created"
+    assert created[KEY_ARGUMENT].startswith("mcp-")
+    assert created[KEY_ARGUMENT] in created["guidance"]
+    assert (created["httpStatus"], created["idempotentReplayed"]) == (201, False)
+    assert results["simulated"].structured_content["record"]["currentState"] == "simulated"
+    # and an error holds the problem and, where the model reads it, whether repeating is safe
+    refused = results["refused"].structured_content
+    assert results["refused"].is_error
+    assert (refused["problem"]["status"], refused["retryable"]) == (409, False)
+    assert "record" not in refused
+    unanswered = results["unanswered"].structured_content
+    assert (unanswered["problem"]["status"], unanswered["retryable"], unanswered[KEY_ARGUMENT]) == (503, True, "k-9")
+
+
+def result_tool(step: str) -> str:
+    return {"created": "createJourney", "refused": "disburseLoan"}.get(step, "simulateLoan")
+
+
+def test_the_server_reports_the_installed_packages_version():
+    # Given the server
+    server = create_server(JourneyTools(FakeOrchestratorApi(document_of(InProcessOrchestrator())), {"paths": {}}))
+
+    # When a client initializes
+    async def connect() -> Any:
+        async with Client(server) as client:
+            return client.server_info
+
+    info = anyio.run(connect)
+    # Then it names the server and the package's version
+    assert info is not None
+    assert (info.name, info.version) == ("loan-saga", importlib.metadata.version(PACKAGE))
+
+
+class StartingOrchestrator:
+    """Refuses connections for its first `down` requests (it is starting), then serves `document`."""
+
+    def __init__(self, down: int, document: dict[str, Any]) -> None:
+        self.down, self.document, self.requests = down, document, 0
+
+    def send(self, request: Any) -> ApiReply:
+        self.requests += 1
+        if self.requests <= self.down:
+            raise ApiUnreachable("connection refused")
+        return ApiReply(200, self.document)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_an_orchestrator_not_up_yet_is_waited_for_saying_so_once():
+    # Given an orchestrator that refuses the first 7 connections, then serves its document
+    document = document_of(InProcessOrchestrator())
+    api, clock, told = StartingOrchestrator(7, document), Clock(), list[str]()
+    # When the server reads the document, waiting up to 30 s
+    found = wait_for_document(api, TransportRetry(), 30, clock.sleep, lambda: clock.now, told.append)
+    # Then it got the document, having said once that it waits and why
+    assert found == document
+    assert told == ["unreachable: connection refused"]
+    assert clock.now < 30
+
+
+def test_an_orchestrator_that_never_comes_up_is_an_error_after_the_wait():
+    # Given an orchestrator that never answers
+    api, clock, told = StartingOrchestrator(10**9, {}), Clock(), list[str]()
+    # When the server waits up to 10 s for its document
+    # Then it gives up, unreachable, within the bound, having said it waits
+    with pytest.raises(UnreadableDocument, match="unreachable") as raised:
+        wait_for_document(api, TransportRetry(), 10, clock.sleep, lambda: clock.now, told.append)
+    assert raised.value.unreachable
+    assert 10 - TransportRetry().attempts <= clock.now <= 10 + sum(TransportRetry().delays())
+    assert len(told) == 1
+
+
+def test_an_answer_that_is_not_the_document_is_not_waited_for():
+    # Given something that answers, but not the document
+    api, clock = FakeOrchestratorApi({"title": "not found", "status": 404}), Clock()
+    # When the server reads the document with a long wait
+    # Then it fails at once: waiting cannot mend a wrong URL
+    with pytest.raises(UnreadableDocument, match="answered 200"):
+        wait_for_document(api, TransportRetry(), 60, clock.sleep, lambda: clock.now, lambda _: None)
+    assert clock.now == 0

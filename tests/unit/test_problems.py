@@ -83,3 +83,12 @@ def test_a_refused_command_is_logged_at_info_only(caplog):
         status, _ = answer_when_the_route_raises(errors.BusinessRuleViolated("already disbursed"))
     assert status == 409
     assert [r.levelno for r in caplog.records if r.getMessage() == "domain error"] == [logging.INFO]
+
+
+def test_a_dependency_that_did_not_answer_in_time_is_a_warning_without_a_stack(caplog):
+    # A 503 is the caller's to retry, not an operator's bug: no stack trace in the logs for every timeout
+    with caplog.at_level(logging.INFO, logger=problems.logger.name):
+        status, problem = answer_when_the_route_raises(errors.UpstreamUnavailable("loans-api did not answer"))
+    assert (status, problem["retryable"]) == (503, True)
+    logged = [r for r in caplog.records if r.getMessage() == "domain error"]
+    assert [(r.levelno, r.exc_info is None) for r in logged] == [(logging.WARNING, True)]

@@ -1,0 +1,133 @@
+"""Amazon Bedrock Agents' action-group events as orchestrator requests, and back (pure: no I/O).
+
+An action group whose executor is a Lambda function never calls HTTP: Bedrock invokes the function with
+the operation the agent chose (`apiPath`, `httpMethod`), its `parameters` and `requestBody`, each value a
+string with the type the schema gives it, and expects `{"messageVersion": "1.0", "response": {...,
+"httpStatusCode", "responseBody": {"application/json": {"body": "<JSON text>"}}}}` back
+(https://docs.aws.amazon.com/bedrock/latest/userguide/agents-lambda.html). `request` makes the API Gateway
+proxy event the orchestrator's own resolver answers (so keys, receipts and problems are the API's), and
+`response` wraps its answer, record or problem document, in Bedrock's format.
+
+The agent never invents an Idempotency-Key (the exported schema has none, shared/openapi.py `bedrock`).
+The event carries no id of its own invocation; what a retry of the same action repeats is the whole
+action: the session, the user's turn (`inputText`), the operation and its arguments. So the key is a
+digest of those (`idempotency_key`): Bedrock re-invoking the action is a replay, and so is the agent
+calling it again with the same arguments in the same turn; a later turn that asks again is a new request.
+Keys are scoped by the caller, the agent (`caller_arn`), as the API scopes a signed caller's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from shared.idempotency import HEADER as KEY_HEADER
+
+MESSAGE_VERSION = "1.0"
+JSON = "application/json"
+_TYPED = ("number", "integer", "boolean", "array", "object")
+
+
+class NotAnActionEvent(ValueError):
+    """The event is not an API-schema action-group invocation (no apiPath or httpMethod)."""
+
+
+def caller_arn(event: Mapping[str, Any], region: str, account: str, partition: str = "aws") -> str:
+    """The agent that called, as an ARN: the principal its keys are scoped by."""
+    agent_id = str((event.get("agent") or {}).get("id") or "unknown")
+    return f"arn:{partition}:bedrock:{region}:{account}:agent/{agent_id}"
+
+
+def arguments(items: Any) -> dict[str, Any]:
+    """Bedrock's `[{"name", "type", "value"}]` as values of their JSON type (each comes as a string); a
+    value that does not read as its type stays a string, and the API answers 422 naming it."""
+    found: dict[str, Any] = {}
+    for item in items or []:
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            continue
+        value = item.get("value")
+        if isinstance(value, str) and item.get("type") in _TYPED:
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        found[item["name"]] = value
+    return found
+
+
+def idempotency_key(event: Mapping[str, Any]) -> str:
+    """The key of this action: the same for every invocation of the same action in the same turn."""
+    action = {
+        "session": event.get("sessionId"),
+        "turn": event.get("inputText"),
+        "actionGroup": event.get("actionGroup"),
+        "operation": [event.get("httpMethod"), event.get("apiPath")],
+        "parameters": arguments(event.get("parameters")),
+        "body": _body(event),
+    }
+    digest = hashlib.sha256(json.dumps(action, sort_keys=True, default=str).encode()).hexdigest()
+    return f"bedrock-{digest[:48]}"
+
+
+def request(event: Mapping[str, Any], caller: str) -> dict[str, Any]:
+    """The API Gateway (REST, proxy) event of the orchestrator request this action is."""
+    method, template = event.get("httpMethod"), event.get("apiPath")
+    if not isinstance(method, str) or not isinstance(template, str) or not template.startswith("/"):
+        raise NotAnActionEvent("an action-group event names its operation with apiPath and httpMethod")
+    path, query = template, {}
+    for name, value in arguments(event.get("parameters")).items():
+        placeholder = "{" + name + "}"
+        if placeholder in path:
+            path = path.replace(placeholder, quote(str(value), safe=""))
+        else:
+            query[name] = str(value)
+    body = _body(event)
+    headers = {"Content-Type": JSON, "Accept": JSON}
+    if method.upper() == "POST":
+        headers[KEY_HEADER] = idempotency_key(event)
+    return {
+        "resource": "/{proxy+}",
+        "path": path,
+        "httpMethod": method.upper(),
+        "headers": headers,
+        "multiValueHeaders": {name: [value] for name, value in headers.items()},
+        "queryStringParameters": query or None,
+        "multiValueQueryStringParameters": {name: [value] for name, value in query.items()} or None,
+        "pathParameters": {"proxy": path.lstrip("/")},
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": "/{proxy+}",
+            "httpMethod": method.upper(),
+            "path": path,
+            "stage": "bedrock",
+            "requestId": idempotency_key(event),
+            "identity": {"userArn": caller, "caller": caller, "sourceIp": "bedrock.amazonaws.com"},
+        },
+        "body": None if body is None else json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+def response(event: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The orchestrator's proxy answer in Bedrock's response format: its status, and its body (the
+    Control Record, or the problem document) as the JSON text the agent reads."""
+    body = answer.get("body") or "{}"
+    return {
+        "messageVersion": MESSAGE_VERSION,
+        "response": {
+            "actionGroup": event.get("actionGroup"),
+            "apiPath": event.get("apiPath"),
+            "httpMethod": event.get("httpMethod"),
+            "httpStatusCode": int(answer.get("statusCode", 500)),
+            "responseBody": {JSON: {"body": body}},
+        },
+    }
+
+
+def _body(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    content = ((event.get("requestBody") or {}).get("content") or {}).get(JSON)
+    if not isinstance(content, Mapping):
+        return None
+    return arguments(content.get("properties"))
