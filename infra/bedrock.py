@@ -22,7 +22,7 @@ from infra import packaging
 from shared import entry_points
 from shared import metric_names as names
 
-SERVICE = "bedrock-executor"
+SERVICE = names.BEDROCK_EXECUTOR
 OUTPUT_EXECUTOR_ARN = "BedrockExecutorArn"
 OUTPUT_AGENT_ROLE = "BedrockAgentRoleArn"
 # The model is chosen when the agent is created (README, "A Bedrock agent"), not here.

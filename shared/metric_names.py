@@ -11,6 +11,8 @@ RELAY = "relay"
 SWEEPER = "sweeper"
 CONSUMER = "consumer"
 AUDITOR = "auditor"
+# Deployed only with `-c bedrockAgent=true` (infra/bedrock.py).
+BEDROCK_EXECUTOR = "bedrock-executor"
 
 COMMANDS_COMMITTED = "CommandsCommitted"
 IDEMPOTENT_REPLAYS = "IdempotentReplays"

@@ -32,6 +32,8 @@ SERVICES = (
     metric_names.CONSUMER,
     metric_names.AUDITOR,
 )
+# Functions a stack has only when a flag asks for them: checked like the others when it has them.
+OPTIONAL_SERVICES = (metric_names.BEDROCK_EXECUTOR,)
 
 
 class Failed(Exception):
@@ -117,7 +119,7 @@ class Deployment:
         for resource in self.of_type("AWS::Lambda::Function"):
             configuration = lambda_.get_function_configuration(FunctionName=resource.physical_id)
             service = configuration.get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME")
-            if service in SERVICES:
+            if service in SERVICES or service in OPTIONAL_SERVICES:
                 found[service] = configuration
         return found
 

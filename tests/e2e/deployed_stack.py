@@ -85,6 +85,7 @@ class StackSpec:
     relay_mapping_enabled: bool = True
     extra_metric_service: str | None = None  # a dashboard metric under a dimension nothing writes
     consumer_concurrency: int = DEFAULT_CAPACITY.consumer_max_concurrency
+    bedrock_executor_architecture: str | None = None  # deployed with `-c bedrockAgent=true`, on this architecture
 
 
 def _zip(text: str) -> str:
@@ -106,12 +107,15 @@ def template(spec: StackSpec, resources: LocalResources, apis: dict[str, str], q
             "CompatibleArchitectures": ["arm64"]}},
         "AlarmTopic": {"Type": "AWS::SNS::Topic", "Properties": {}},
     }  # fmt: skip
-    for service in SERVICES:
+    optional = (
+        {names.BEDROCK_EXECUTOR: spec.bedrock_executor_architecture} if spec.bedrock_executor_architecture else {}
+    )
+    for service in (*SERVICES, *optional):
         logical = service.title().replace("-", "")
         function_name = f"{spec.name}-{service}"
         body[logical] = {"Type": "AWS::Lambda::Function", "Properties": {
             "FunctionName": function_name, "Runtime": "python3.14", "Handler": "index.handler",
-            "Architectures": [spec.architecture if service == names.RELAY else "arm64"],
+            "Architectures": [optional.get(service) or (spec.architecture if service == names.RELAY else "arm64")],
             "Role": {"Fn::GetAtt": ["Role", "Arn"]}, "Code": {"ZipFile": "def handler(event, context):\n  pass\n"},
             "Layers": [{"Ref": "Dependencies"}],
             "Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": service}}}}  # fmt: skip

@@ -19,6 +19,7 @@ import urllib3
 
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from shared import aws
+from shared.capacity import DEFAULT_CAPACITY
 from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
 from tests.system import free_port
 
@@ -114,7 +115,8 @@ def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(
     assert code == 0
     assert "512 ms" in checks["functions"]["detail"]  # the cold start read from the REPORT lines
     # the consumer's mapping scales to 10, and one each for the 5 other functions
-    assert "needs up to 15" in checks["lambda-concurrency"]["detail"]
+    peak = DEFAULT_CAPACITY.consumer_max_concurrency + 5  # the consumer as far as it scales, one of each other
+    assert f"needs up to {peak}" in checks["lambda-concurrency"]["detail"]
     # its journey is labelled as verification and left final
     journey_id = re.search(r"journey (\S+) ", checks["signed-journey"]["detail"])
     assert journey_id, checks["signed-journey"]
@@ -174,6 +176,18 @@ def test_a_function_on_the_wrong_architecture_fails_the_functions_check(deployme
     assert failed(checks) == {"functions"}
     assert code == 1
     assert "relay: architecture x86_64 (expected arm64)" in checks["functions"]["detail"]
+
+
+def test_the_bedrock_executor_when_deployed_is_checked_like_every_function(deployment):
+    # Given a stack deployed with -c bedrockAgent=true whose executor runs on the wrong architecture
+    code, checks = deployment.verify(deployment.stack("WithBedrock", bedrock_executor_architecture="x86_64"))
+    # Then the functions check names it (and a sound one passes: the other tests' stacks have none)
+    assert failed(checks) == {"functions"}
+    assert code == 1
+    assert "bedrock-executor: architecture x86_64 (expected arm64)" in checks["functions"]["detail"]
+    _, sound = deployment.verify(deployment.stack("WithSoundBedrock", bedrock_executor_architecture="arm64"))
+    assert "functions" not in failed(sound)
+    assert "bedrock-executor" in sound["functions"]["detail"]
 
 
 def test_a_message_in_the_dlq_fails_the_queues_check(deployment):
