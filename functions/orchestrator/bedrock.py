@@ -38,7 +38,8 @@ class NotAnActionEvent(ValueError):
 
 def caller_arn(event: Mapping[str, Any], region: str, account: str, partition: str = "aws") -> str:
     """The agent that called, as an ARN: the principal its keys are scoped by."""
-    agent_id = str((event.get("agent") or {}).get("id") or "unknown")
+    agent = event.get("agent")
+    agent_id = str((agent.get("id") if isinstance(agent, Mapping) else None) or "unknown")
     return f"arn:{partition}:bedrock:{region}:{account}:agent/{agent_id}"
 
 
@@ -46,7 +47,7 @@ def arguments(items: Any) -> dict[str, Any]:
     """Bedrock's `[{"name", "type", "value"}]` as values of their JSON type (each comes as a string); a
     value that does not read as its type stays a string, and the API answers 422 naming it."""
     found: dict[str, Any] = {}
-    for item in items or []:
+    for item in items if isinstance(items, list) else []:
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             continue
         value = item.get("value")
@@ -76,6 +77,13 @@ def request(event: Mapping[str, Any], caller: str) -> dict[str, Any]:
     method, template = event.get("httpMethod"), event.get("apiPath")
     if not isinstance(method, str) or not isinstance(template, str) or not template.startswith("/"):
         raise NotAnActionEvent("an action-group event names its operation with apiPath and httpMethod")
+    for field, kind, named in (
+        ("agent", Mapping, "an object"),
+        ("parameters", list, "a list"),
+        ("requestBody", Mapping, "an object"),
+    ):
+        if event.get(field) is not None and not isinstance(event.get(field), kind):
+            raise NotAnActionEvent(f"an action-group event's {field} is {named}")
     path, query = template, {}
     for name, value in arguments(event.get("parameters")).items():
         placeholder = "{" + name + "}"
@@ -127,7 +135,9 @@ def response(event: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, A
 
 
 def _body(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    content = ((event.get("requestBody") or {}).get("content") or {}).get(JSON)
+    request_body = event.get("requestBody")
+    contents = request_body.get("content") if isinstance(request_body, Mapping) else None
+    content = contents.get(JSON) if isinstance(contents, Mapping) else None
     if not isinstance(content, Mapping):
         return None
     return arguments(content.get("properties"))
