@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import math
 import os
 import signal
 import sys
@@ -20,6 +21,14 @@ FAKE_AWS = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
 }
+
+
+def _seconds(text: str) -> float:
+    """A wait in seconds: a finite number, 0 or more (`nan` would never end a wait)."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def use_fake_aws_credentials() -> None:
@@ -96,7 +105,7 @@ def add_mcp(commands: Any) -> None:
     )
     mcp.add_argument(
         "--wait",
-        type=float,
+        type=_seconds,
         default=MCP_WAIT_SECONDS,
         metavar="SECONDS",
         help=f"how long to wait for an orchestrator that is not up yet (default {MCP_WAIT_SECONDS:g})",

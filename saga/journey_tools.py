@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
 import mcp_types as types
 
 from saga.openapi_tools import KEY_ARGUMENT, InvalidArguments, Operation, operations, problem_schema
@@ -205,7 +206,9 @@ class JourneyTools:
 
     def _outcome(self, op: Operation, reply: ApiReply, key: str | None) -> ToolOutcome:
         body = reply.body
-        if 200 <= reply.status < 300 and isinstance(body, dict):
+        # What is passed on must be what the tool's output schema says (a client validates it): a 2xx that
+        # is not the operation's record, or an error that is not a problem document, becomes a problem.
+        if 200 <= reply.status < 300 and _conforms(body, op.output_schema):
             journey_id = body.get("journeyId")
             if isinstance(journey_id, str):
                 self.journeys[journey_id] = str(body.get("currentState"))
@@ -215,7 +218,7 @@ class JourneyTools:
             if key:
                 lines.append(f"{KEY_ARGUMENT} used: {key}")
             return ToolOutcome(body, " ".join(lines), False, reply.status, reply.replayed, key)
-        document = body if _is_problem(body) else _as_problem(reply)
+        document = body if _conforms(body, self._problem_schema) else _as_problem(reply)
         return ToolOutcome(document, self._problem_guidance(document, key), True, reply.status, reply.replayed, key)
 
     def _record_guidance(self, record: Mapping[str, Any]) -> str:
@@ -266,8 +269,11 @@ class JourneyTools:
         return None, {}
 
 
-def _is_problem(body: Any) -> bool:
-    return isinstance(body, dict) and isinstance(body.get("status"), int) and "title" in body
+def _conforms(body: Any, schema: Mapping[str, Any] | None) -> bool:
+    """Is `body` a JSON object valid against `schema` (any object when there is none)?"""
+    if not isinstance(body, dict):
+        return False
+    return schema is None or jsonschema.Draft202012Validator(schema).is_valid(body)
 
 
 def _as_problem(reply: ApiReply) -> dict[str, Any]:
@@ -275,7 +281,9 @@ def _as_problem(reply: ApiReply) -> dict[str, Any]:
     when throttled, 504 when the function timed out), as one."""
     body = reply.body
     detail = body.get("message") if isinstance(body, dict) else None
-    retryable = reply.status in (429, 502, 503, 504)
+    # A 2xx that is not what the operation answers is not a success to act on: the call may have taken
+    # effect, so it is as retryable as the gateway errors (keys make repeats safe).
+    retryable = reply.status in (429, 502, 503, 504) or 200 <= reply.status < 300
     return problem(
         reply.status,
         "gateway",

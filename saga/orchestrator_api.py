@@ -99,6 +99,10 @@ class TransportRetry:
                 sleep(delays.pop(0))
 
 
+# What a gateway answers while the function behind it is not ready: waited through like no answer at all.
+NOT_READY = frozenset({502, 503, 504})
+
+
 class UnreadableDocument(Exception):
     """The orchestrator's OpenAPI document could not be fetched or read; `unreachable`: nothing answered."""
 
@@ -113,6 +117,8 @@ def fetch_document(api: OrchestratorApi, retry: TransportRetry, sleep: Callable[
         reply = retry.send(api, ApiRequest("GET", DOCUMENT_PATH), sleep)
     except ApiUnreachable as error:
         raise UnreadableDocument(f"unreachable: {error}", unreachable=True) from error
+    if reply.status in NOT_READY:  # a gateway in front of a function still starting (or deploying)
+        raise UnreadableDocument(f"GET {DOCUMENT_PATH} answered {reply.status}: not ready yet", unreachable=True)
     if reply.status != 200 or not isinstance(reply.body, dict) or not isinstance(reply.body.get("paths"), dict):
         raise UnreadableDocument(f"GET {DOCUMENT_PATH} answered {reply.status}: {str(reply.body)[:300]}")
     return reply.body
@@ -136,7 +142,7 @@ def wait_for_document(
         try:
             return fetch_document(api, retry, sleep)
         except UnreadableDocument as error:
-            if not error.unreachable or wait_seconds <= 0:
+            if not error.unreachable or not wait_seconds > 0:  # (nan included)
                 raise
             if not told:
                 waiting(str(error))

@@ -271,6 +271,16 @@ def state_of(result: Answer) -> str:
     return str(json.loads(result.body)["currentState"])
 
 
+def _created_record(journey_id: str) -> dict[str, Any]:
+    """A Control Record as the orchestrator shows a new journey (every field its schema requires)."""
+    from datetime import UTC, datetime
+
+    from functions.orchestrator.views import render
+    from shared.control_record import new_control_record
+
+    return render(new_control_record(journey_id, "c-1", datetime(2026, 12, 1, tzinfo=UTC)))
+
+
 class FakeOrchestratorApi:
     """The MCP server's port to the orchestrator (saga.orchestrator_api.OrchestratorApi), scripted: `replies`
     answer in order (an exception is raised instead of answered), then `default`; every request is kept."""
@@ -279,7 +289,7 @@ class FakeOrchestratorApi:
         from saga.orchestrator_api import ApiReply
 
         self.document = document
-        self.default = default if default is not None else ApiReply(200, {"journeyId": "j1", "currentState": "created"})
+        self.default = default if default is not None else ApiReply(200, _created_record("j1"))
         self.replies: list[Any] = []
         self.requests: list[Any] = []
 

@@ -9,10 +9,13 @@ proxy event the orchestrator's own resolver answers (so keys, receipts and probl
 `response` wraps its answer, record or problem document, in Bedrock's format.
 
 The agent never invents an Idempotency-Key (the exported schema has none, shared/openapi.py `bedrock`).
-The event carries no id of its own invocation; what a retry of the same action repeats is the whole
-action: the session, the user's turn (`inputText`), the operation and its arguments. So the key is a
-digest of those (`idempotency_key`): Bedrock re-invoking the action is a replay, and so is the agent
-calling it again with the same arguments in the same turn; a later turn that asks again is a new request.
+The event carries no id of its own invocation, nor of the turn; what a retry of the same action repeats is
+the whole action: the session, the turn, the operation and its arguments. So the key is a digest of those
+(`idempotency_key`): Bedrock re-invoking the action is a replay, and so is the agent calling it again with
+the same arguments in the same turn. The turn is the `turnId` the caller of InvokeAgent puts in
+`sessionState.promptSessionAttributes` (they last one turn): send a fresh one with every turn (docs/AGENTS.md).
+Without one, the turn is its words (`inputText`), and a later turn with the same words and the same
+arguments ("yes", to the same terms) is answered as the earlier one.
 Keys are scoped by the caller, the agent (`caller_arn`), as the API scopes a signed caller's.
 """
 
@@ -58,11 +61,18 @@ def arguments(items: Any) -> dict[str, Any]:
     return found
 
 
+def _turn(event: Mapping[str, Any]) -> Any:
+    """The turn an action belongs to: the caller's `turnId` (promptSessionAttributes), else its words."""
+    attributes = event.get("promptSessionAttributes")
+    turn_id = attributes.get("turnId") if isinstance(attributes, Mapping) else None
+    return ["turnId", turn_id] if isinstance(turn_id, str) and turn_id else ["inputText", event.get("inputText")]
+
+
 def idempotency_key(event: Mapping[str, Any]) -> str:
     """The key of this action: the same for every invocation of the same action in the same turn."""
     action = {
         "session": event.get("sessionId"),
-        "turn": event.get("inputText"),
+        "turn": _turn(event),
         "actionGroup": event.get("actionGroup"),
         "operation": [event.get("httpMethod"), event.get("apiPath")],
         "parameters": arguments(event.get("parameters")),

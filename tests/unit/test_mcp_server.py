@@ -217,7 +217,10 @@ def test_reads_and_idempotent_commands_are_retried_but_an_unkeyed_unknown_write_
     accept_path, accept = operation_in(document, "acceptSimulation")
     document["paths"][accept_path.replace("/accept", "/topup")] = {"post": {**accept, "operationId": "topUp"}}
     name = journey_argument(JourneyTools(FakeOrchestratorApi(document), document))
-    api = FakeOrchestratorApi(json.loads(json.dumps(document).replace(name, "jid")))
+    renamed = json.loads(json.dumps(document).replace(name, "jid"))
+    # (its record renamed the same way: the answer is what the renamed document describes)
+    record = json.loads(json.dumps(FakeOrchestratorApi(document).default.body).replace(name, "jid"))
+    api = FakeOrchestratorApi(renamed, ApiReply(200, record))
     tools = JourneyTools(api, api.document, sleep=lambda _: None)
     outcomes = {}
     for name in ("getJourney", "acceptSimulation", "topUp"):
