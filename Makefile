@@ -67,7 +67,7 @@ chaos: install ## faults at real boundaries (also part of `make test`)
 # ledger is printed and appended to docs/RELIABILITY.md. `make test` runs the same soak with 100.
 N ?= 1000
 M ?= 16
-soak: install ## the soak: N journeys, M conflicting agents, lost replies, AWS faults, crashes (<= 15 min)
+soak: install ## the soak: N journeys, M conflicting agents, lost replies, AWS faults, crashes (11-16 min here)
 	SOAK_JOURNEYS=$(N) SOAK_AGENTS=$(M) SOAK_LEDGER_FILE=docs/RELIABILITY.md $(BIN)/pytest -s -p no:cacheprovider tests/chaos/test_soak.py
 
 clean:
