@@ -92,7 +92,7 @@ def _post(api: ApiClient, path: str, body: dict[str, Any] | None = None) -> dict
 
 def _kind(operation: dict[str, Any]) -> str:
     ((_, write),) = operation.items()
-    sort_key = write["Item"]["sk"]["S"]
+    sort_key = str(write["Item"]["sk"]["S"])
     return sort_key.split("#")[0]
 
 
