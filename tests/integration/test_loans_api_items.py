@@ -93,7 +93,7 @@ def _post(api: ApiClient, path: str, body: dict[str, Any] | None = None) -> dict
 def _kind(operation: dict[str, Any]) -> str:
     ((_, write),) = operation.items()
     sort_key = str(write["Item"]["sk"]["S"])
-    return sort_key.split("#")[0]
+    return sort_key.split("#", maxsplit=1)[0]
 
 
 def _every_command(api: ApiClient) -> dict[str, dict[str, Any]]:
