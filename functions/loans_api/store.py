@@ -187,10 +187,12 @@ class DynamoLoanStore:
 
 def _conditions(seq: int, requires: Requirements) -> tuple[str, dict[str, Any]]:
     """The condition on a journey's item after its first command (before it, the item must not exist):
-    at `seq`, never disbursed, not cancelled, and still what the command was decided on (D14)."""
+    at `seq`, never disbursed, not ended, and still what the command was decided on (D14)."""
     snapshot = "#last.#snapshot"
-    clauses = ["seq = :seq", f"attribute_not_exists({DISBURSED_MARK})", f"{snapshot}.#state <> :cancelled"]
-    values: dict[str, Any] = {":seq": seq, ":cancelled": "cancelled"}
+    # A journey disbursed before the mark existed says so in its state alone: both are checked.
+    ended = f"{snapshot}.#state IN (:cancelled, :disbursed)"
+    clauses = ["seq = :seq", f"attribute_not_exists({DISBURSED_MARK})", f"NOT ({ended})"]
+    values: dict[str, Any] = {":seq": seq, ":cancelled": "cancelled", ":disbursed": "disbursed"}
     if requires.simulation_id is not None:
         clauses.append(f"{snapshot}.simulation.simulationId = :simulation")
         values[":simulation"] = requires.simulation_id

@@ -11,22 +11,27 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bench.billing import KB, item_size, write_units
 from functions.loans_api import bootstrap as loans_bootstrap
-from functions.loans_api.domain import MAX_SIMULATIONS
+from functions.loans_api import domain
+from functions.loans_api.domain import MAX_SIMULATIONS, Requirements
 from functions.loans_api.history import HISTORY_PAGE
 from functions.loans_api.settings import LoansSettings
+from functions.loans_api.store import CommitStatus, DynamoLoanStore
 from functions.relay.outbox_store import DynamoOutboxStore
 from shared import aws, outbox
 from shared.events import LoanEvent
-from shared.idempotency import MAX_KEY_LENGTH
+from shared.idempotency import MAX_KEY_LENGTH, Receipt
 from shared.loan_terms import MAX_TERM_MONTHS
+from tests.integration.aws_calls import scan
+from tests.integration.journeys import LOANS_JOURNEY, simulate_at_loans_api
 from tests.support import ApiClient, json_of, quiet_metrics
 
 if TYPE_CHECKING:
@@ -176,3 +181,35 @@ def test_a_short_journey_is_read_in_two_calls(recorded):
     # Then the journey's item and one page of events answered it, all of it listed
     assert reads == ["GetItem", "Query"]
     assert (len(response["simulations"]), response["olderOmitted"]) == (1, [])
+
+
+@pytest.mark.parametrize(
+    ("requires", "outcome"),
+    [
+        (Requirements(simulation_id="another-quote"), CommitStatus.VIOLATED),
+        (Requirements(no_acceptance=True), CommitStatus.VIOLATED),
+        (Requirements(acceptance_id="another-acceptance"), CommitStatus.VIOLATED),
+        (Requirements(quotes_below=1), CommitStatus.VIOLATED),
+        (None, CommitStatus.COMMITTED),  # what the journey's item does hold
+    ],
+    ids=["named-quote-not-active", "an-acceptance-is-active", "named-acceptance-not-active", "quotes-used", "holds"],
+)
+def test_the_journey_items_condition_refuses_a_change_whose_requirements_it_does_not_meet(
+    loans_api, loans_settings: LoansSettings, dynamodb, resources, requires, outcome
+):
+    # Given an accepted journey (one quote, its acceptance) and a change decided at its seq
+    quote = json_of(simulate_at_loans_api(loans_api, "k-s"))
+    body = {"journeyId": LOANS_JOURNEY, "simulationId": quote["simulationId"]}
+    acceptance = json_of(loans_api.post("/acceptances", body, key="k-a"))
+    store = DynamoLoanStore(dynamodb, loans_settings.loans_table_name)
+    ledger = store.read_ledger(LOANS_JOURNEY)
+    change = domain.create_simulation(ledger, Decimal(5000), 12, datetime.now(UTC))
+    held = Requirements(quote["simulationId"], False, acceptance["acceptanceId"], quotes_below=2)
+    before = scan(dynamodb, resources.loans_table)
+    # When it commits with requirements the item does not meet (the in-code checks passed on another view)
+    receipt = Receipt("k-late", "h", 201, "{}")
+    result = store.commit(replace(change, requires=requires or held), receipt, expires_at=0)
+    # Then the transaction's condition decides: refused with nothing written, or committed when they hold
+    assert result.status is outcome
+    if outcome is CommitStatus.VIOLATED:
+        assert scan(dynamodb, resources.loans_table) == before
