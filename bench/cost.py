@@ -62,6 +62,8 @@ class JourneyCost:
     per_command: dict[str, int]
     invocations: Counter[str] = field(default_factory=Counter)
     billed_ms: dict[str, list[int]] = field(default_factory=dict)  # per function
+    # What the journey leaves stored in loans-api's table once drained (bench/meter.py `stored`).
+    stored_bytes: dict[str, int] = field(default_factory=dict)
 
     def figures(self) -> dict[str, Any]:
         """What was counted, as bench/measured.json keeps it (bench/report.py bills it)."""
@@ -73,6 +75,7 @@ class JourneyCost:
             "invocations": dict(self.invocations),
             "billedMs": {name: sum(ms) for name, ms in self.billed_ms.items()},
             "perCommand": dict(self.per_command),
+            "storedBytes": dict(self.stored_bytes),
         }
 
 
@@ -167,4 +170,7 @@ def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bo
     usage = meter.since(start)
     functions = {"orchestrator": orchestrator, "loans-api": loans_fn, "relay": relay, "consumer": consumer}
     invocations = Counter({name: fn.invocations for name, fn in functions.items()})
-    return JourneyCost(usage, per_command, invocations, {name: fn.billed_ms for name, fn in functions.items()})
+    tables = (r.loans_table, r.journeys_table) if design == "ours" else ()
+    stored = {name: size for table in tables for name, size in meter.stored(r.endpoint_url, table).items()}
+    billed = {name: fn.billed_ms for name, fn in functions.items()}
+    return JourneyCost(usage, per_command, invocations, billed, stored)

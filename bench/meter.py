@@ -35,6 +35,8 @@ from shared import aws
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+# Bytes of storage overhead DynamoDB bills for every item, of a table or of an index.
+STORAGE_OVERHEAD = 100
 # The meter's own reads (the item images around a write): botocore's default timeouts, no request's budget.
 RAW_BUDGET = aws.AwsCallBudget(connect_timeout=60.0, read_timeout=60.0, max_attempts=3)
 
@@ -154,6 +156,30 @@ class Meter:
     def _get(self, endpoint: str, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
         item = self._raw_client(endpoint).get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
         return None if item is None else dict(item)
+
+    # -- storage ---------------------------------------------------------------------------------
+
+    def stored(self, endpoint: str, table: str) -> dict[str, int]:
+        """Bytes `table` stores now, as DynamoDB bills storage, by what holds them: `<table>/<prefix>` per
+        kind of item (its partition key's prefix: JOURNEY, RECEIPT), `<table>/<index>` per index. Every item
+        counts 100 bytes of overhead on top of its size, an index item its projected attributes plus 100
+        (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html,
+        .../GSI.html). Read through the meter's own client: never counted as the journey's reads."""
+        shape = self._shape(endpoint, table)
+        stored: Counter[str] = Counter()
+        kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        while True:
+            page = self._raw_client(endpoint).scan(**kwargs)
+            for item in page["Items"]:
+                kind = str(item["pk"]["S"]).split("#")[0]
+                stored[f"{table}/{kind}"] += item_size(dict(item)) + STORAGE_OVERHEAD
+                for index in shape.indexes:
+                    projected = index.image(dict(item), shape.keys)
+                    if projected is not None:
+                        stored[f"{table}/{index.name}"] += item_size(projected) + STORAGE_OVERHEAD
+            if "LastEvaluatedKey" not in page:
+                return dict(sorted(stored.items()))
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     # -- snapshots -------------------------------------------------------------------------------
 

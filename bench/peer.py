@@ -7,6 +7,7 @@ business rules as loans-api (it reuses the pure domain), so the same driver runs
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -46,6 +47,40 @@ def create_tables(endpoint_url: str, region: str = "us-east-1") -> None:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class EntityWrite:
+    """One of the peer's domain items: created with `status`, or an existing one's status changed."""
+
+    kind: str
+    entity_id: str
+    status: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+    create: bool = True
+
+
+def entity_writes(change: Change) -> list[EntityWrite]:
+    """The items a first design writes for a change: one item per simulation, acceptance and
+    disbursement, and a status update of each one the change supersedes or cancels (what loans-api
+    wrote before its events became the history, D1)."""
+    before, after = change.ledger_before.snapshot, change.event.snapshot
+    writes: list[EntityWrite] = []
+    if change.event.type == "SimulationCreated" and after.simulation is not None:
+        new = after.simulation
+        writes.append(EntityWrite("SIMULATION", new.simulationId, domain.ACTIVE, new.model_dump(mode="json")))
+        if before.simulation is not None:
+            writes.append(EntityWrite("SIMULATION", before.simulation.simulationId, domain.SUPERSEDED, create=False))
+        if before.acceptance is not None:
+            writes.append(EntityWrite("ACCEPTANCE", before.acceptance.acceptanceId, domain.CANCELLED, create=False))
+    elif change.event.type == "AcceptanceCreated" and after.acceptance is not None:
+        accepted = after.acceptance
+        writes.append(EntityWrite("ACCEPTANCE", accepted.acceptanceId, domain.ACTIVE, accepted.model_dump(mode="json")))
+    elif change.event.type == "LoanDisbursed" and after.disbursement is not None:
+        paid = after.disbursement
+        body = {name: change.response[name] for name in ("disbursementId", "journeyId", "acceptanceId", "amount")}
+        writes.append(EntityWrite("DISBURSEMENT", paid.disbursementId, "DISBURSED", body))
+    return writes
+
+
 def build(endpoint_url: str, topic_arn: str, region: str = "us-east-1") -> Handler:
     dynamodb = aws.client("dynamodb", region, endpoint_url)
     sns = aws.client("sns", region, endpoint_url)
@@ -62,7 +97,7 @@ def build(endpoint_url: str, topic_arn: str, region: str = "us-east-1") -> Handl
 
     def persist(change: Change) -> dict[str, Any]:
         journey = change.event.journeyId
-        for write in change.writes:
+        for write in entity_writes(change):
             key = {"pk": journey, "sk": f"{write.kind}#{write.entity_id}"}
             if write.create:
                 dynamodb.put_item(

@@ -32,14 +32,12 @@ INPUT_GUARD_GOAL_MS = 50.0  # issue 23: the guard's time for the worst body of u
 INPUT_GUARD_ALONE = "`python -m bench.input_guard --into bench/measured.json`"
 
 WCU_WHY_MISSED = (
-    "Why it is missed, from the rows above: each loans-api transaction holds at least four items (receipt, "
-    "ledger, outbox event, domain item), every one under 1 KB now and still 2 units in a transaction, so "
-    "the four commands cost at least 32 units before the orchestrator's Control Record writes, the relay's "
-    "NOTIFIED marks and the index writes (each event enters and leaves the pending index, and enters the "
-    "changes index: 3 units, at 1 KB or less whatever the projection). Shrinking items cannot go below "
-    "1 unit per item; the goal needs fewer items or fewer index writes per event: the receipt and the "
-    "outbox event as one item, or the sweeper reading the changes index from a cursor instead of a pending "
-    "index. Both change decisions D1/D7 and were not made here."
+    "Why it is missed, from the rows above: each loans-api transaction holds exactly three items (the "
+    "journey's item, the receipt, the event, which is also the journey's history: D1), each under 1 KB and "
+    "2 units in a transaction, so the four commands cost 24 units, plus the relay's 4 NOTIFIED marks, the "
+    "orchestrator's Control Record writes and the index writes. What is left above the goal is the pending "
+    "index: every event enters it and leaves it (2 units an event); the sweeper reading the changes index "
+    "from a cursor instead removes it (issue 25's other half)."
 )
 # What each function's init holds beyond the floor, and why it stays (from the import profile).
 _VALIDATION = (

@@ -80,6 +80,8 @@ def report(m: Measured) -> str:
         remaining = "; ".join(f"{name} ({ceiling:,.0f}/s; {moved})" for name, ceiling, moved in sized) or "nothing"
         say(f"| {rate:,} | {first} | {remaining} |")
     _settings_table(say)
+    _hottest_keys(say, m)
+    _storage(say, m)
     say(SCALE_NOTES)
     say("")
     say("## Quotas used")
@@ -113,6 +115,105 @@ def _settings_table(say: Callable[[str], None]) -> None:
     )
     say("")
 
+
+def _hottest_keys(say: Callable[[str], None], m: Measured) -> None:
+    """Write units per second on the busiest key of each kind, from the measured per-journey units."""
+    per_event_changes = m.units("loans/journey-changes") / m.events
+    say("## The hottest keys with this layout")
+    say("")
+    say(
+        "Write units per second on the busiest value of each key, from the measured units per journey (a key "
+        f"value is one partition, at most {QUOTAS['partition'].value:,.0f} write units/s). Every loans-api command "
+        "writes three items: the journey's item and its event (one journey's partition) and its receipt (a "
+        "partition of its own), so no key of the table itself grows with the rate; the indexes' keys do."
+    )
+    say("")
+    say("| key | " + " | ".join(f"{rate:,} journeys/s" for rate in RATES) + " |")
+    say("|---|" + "---|" * len(RATES))
+    journey_units = m.units("loans/table") - _receipt_units(m)
+    rows: list[tuple[str, Callable[[float], str]]] = [
+        (
+            "journey-changes index, `SimulationCreated` (its most frequent type)",
+            lambda rate: f"{rate * per_event_changes * m.raw['hottestEventTypeCount']:,.0f}",
+        ),
+        (
+            "pending-outbox index, one shard (shards as the target derives them)",
+            lambda rate: f"{rate * m.units('loans/pending-outbox') / derive(rate).pending_shards:,.0f}",
+        ),
+        (
+            "one journey's partition (its item and its events)",
+            lambda rate: f"{journey_units:g} in all, over the journey's commands",
+        ),
+        ("one receipt", lambda rate: "2, once"),
+        ("the loans table, all keys (on-demand table quota: 40,000/s)",
+         lambda rate: f"{rate * m.units('loans/table'):,.0f}"),
+    ]  # fmt: skip
+    for name, cell in rows:
+        say(f"| {name} | " + " | ".join(cell(rate) for rate in RATES) + " |")
+    say("")
+    say(
+        "A journey's partition carries one journey's units in all (a journey's commands are sequential: one agent, "
+        "one `seq`), whatever the rate. The journey-changes key reaches its partition's limit first; a pending-outbox "
+        "shard stays at half its limit because the target derives the shard count."
+    )
+    say("")
+
+
+def _receipt_units(m: Measured) -> float:
+    """The loans table's write units per journey that go to receipts: one two-unit write per event."""
+    return 2.0 * m.events
+
+
+def _storage(say: Callable[[str], None], m: Measured) -> None:
+    """What the tables keep per journey, and what that grows to at a million journeys a day."""
+    stored: dict[str, int] = m.raw["storedBytes"]
+    kept = sum(size for name, size in stored.items() if not name.endswith("/RECEIPT"))
+    receipts = sum(size for name, size in stored.items() if name.endswith("/RECEIPT"))
+    per_month = kept * JOURNEYS_PER_DAY * DAYS_PER_MONTH / 1e9
+    receipts_held = receipts * JOURNEYS_PER_DAY * RECEIPT_DAYS / 1e9
+    say("## Storage: the history is kept as long as the journey")
+    say("")
+    say(
+        "A journey's events are its history (docs/ARCHITECTURE.md D1): every quote with its terms, every "
+        "acceptance, the cancel or the payment. They do not expire (the relay's NOTIFIED mark sets no TTL), nor "
+        "does the journey's item or its Control Record; receipts expire after 30 days. Measured after the "
+        "benchmark journey, as DynamoDB bills storage (each item's size plus 100 bytes, an index item its "
+        "projected attributes plus 100: "
+        "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html):"
+    )
+    say("")
+    say("| held by | bytes per journey | kept |")
+    say("|---|---|---|")
+    for name, size in stored.items():
+        say(f"| {name} | {size:,} | {'30 days (TTL)' if name.endswith('/RECEIPT') else 'as long as the journey'} |")
+    say("")
+    say(
+        f"At {JOURNEYS_PER_DAY:,} journeys a day the kept items grow by **{per_month:,.0f} GB a month** "
+        f"({kept:,} bytes a journey x {JOURNEYS_PER_DAY * DAYS_PER_MONTH:,} journeys), about "
+        f"${per_month * STORAGE_PRICE_PER_GB_MONTH:,.0f} more a month each month at ${STORAGE_PRICE_PER_GB_MONTH} per "
+        "GB-month (DynamoDB Standard table class, us-east-1, as remembered: the stored copy of "
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/ did not show it, verify before relying on it); "
+        f"receipts level off at about {receipts_held:,.0f} GB (30 days of them)."
+    )
+    say("")
+    say(ARCHIVING)
+    say("")
+
+
+JOURNEYS_PER_DAY = 1_000_000
+DAYS_PER_MONTH = 30
+RECEIPT_DAYS = 30
+STORAGE_PRICE_PER_GB_MONTH = 0.25
+
+ARCHIVING = """**Archiving is the operator's, and no TTL option is built.** The stack offers no setting that expires a
+journey's history and no export job. What an operator does to archive: export the loans table to S3
+(`aws dynamodb export-table-to-point-in-time`, which needs point-in-time recovery, on for the loans table:
+https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_ExportTableToPointInTime.html),
+then delete the items of finished journeys it no longer needs online (the journey's item and its `EVENT#`
+items, one partition per journey) with their own job. Deleting a journey's item removes "one disbursement,
+ever" for that journey's id, so delete only journeys whose ids are never reused. A TTL on event items was
+the old layout's (7 days after publishing) and is gone: `GET /journeys/{id}` derives every quote's and
+acceptance's status from them."""
 
 SCALE_NOTES = """## How to read it, and what is not modelled
 

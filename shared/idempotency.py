@@ -24,17 +24,19 @@ ORIGIN_HEADER = "Origin-Request-Id"
 MAX_KEY_LENGTH = 255
 DEFAULT_RECEIPT_TTL_SECONDS = 30 * 24 * 3600  # longer than the longest redelivery path (14-day DLQ)
 RECEIPT_SK = "RECEIPT"
+_RECEIPT_PREFIX = "RECEIPT#"
 # A receipt keeps its body zlib-compressed (`bodyZ`, binary) when that is smaller: receipts are written
 # inside every command's transaction at 2 write units per KB, and the body is most of their size (a
 # loans-api answer carries its event). Lossless, so a replay is still byte for byte; self-contained, so it
-# needs no other item (outbox items expire 7 days after publishing, receipts live 30). `body` (plain) is
-# still read, for short bodies and for receipts stored before compression.
+# needs no other item. `body` (plain) is still read, for short bodies and for receipts stored before
+# compression. The key is not stored twice: the partition key holds it (`idempotencyKey`, written before,
+# is still read), so a receipt of loans-api's longest key (255 characters) and answer stays under 1 KB.
 _COMPRESSION_LEVEL = 9
 
 
 def receipt_key(key: str) -> dict[str, str]:
     """Where a key's receipt lives in its service's table (each service owns its receipts)."""
-    return {"pk": f"RECEIPT#{key}", "sk": RECEIPT_SK}
+    return {"pk": f"{_RECEIPT_PREFIX}{key}", "sk": RECEIPT_SK}
 
 
 # Spaces and tabs around a header's value are not part of it (RFC 9110 section 5.5).
@@ -121,7 +123,6 @@ class Receipt:
             body["origin"] = self.origin
         return {
             **receipt_key(self.key),
-            "idempotencyKey": self.key,
             "requestHash": self.request_hash,
             "status": self.status,
             **body,
@@ -135,7 +136,8 @@ class Receipt:
         # boto3 reads a binary attribute as `Binary`; bytes() takes it and plain bytes alike.
         body = values["body"] if packed is None else zlib.decompress(bytes(packed)).decode()
         origin = values.get("origin")
-        return cls(values["idempotencyKey"], values["requestHash"], int(values["status"]), body, origin and str(origin))
+        key = values.get("idempotencyKey") or str(values["pk"]).removeprefix(_RECEIPT_PREFIX)
+        return cls(key, values["requestHash"], int(values["status"]), body, origin and str(origin))
 
     def replay_for(self, request_hash: str) -> Receipt:
         """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""

@@ -12,8 +12,11 @@ from shared.events import LoanEvent
 from shared.tables import PENDING_SHARD_ATTRIBUTE, PENDING_SHARDS
 
 JOURNEY_PREFIX = "JOURNEY#"
+# An event item is the outbox item and the journey's history at once (D1): kept as long as the journey,
+# never expired, the only record of its quotes and acceptances (functions/loans_api/history.py).
 EVENT_PREFIX = "EVENT#"
-# The journey ledger shares the events' partition (its seq numbers them); the auditor reads it too.
+# The journey's loan item (its ledger: seq, newest event, disbursement mark) shares the events' partition
+# (its seq numbers them); the auditor reads it too.
 LEDGER_SK = "LEDGER"
 PENDING = "PENDING"
 NOTIFIED = "NOTIFIED"

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 import urllib3
 
+from functions.loans_api import history
 from functions.loans_api.api import create_app as create_loans_app
-from functions.loans_api.domain import Change, EntityWrite, Ledger
+from functions.loans_api.domain import Change, Ledger
 from functions.loans_api.models import JourneyTruth
 from functions.loans_api.service import LoansService
 from functions.loans_api.store import CommitOutcome, CommitStatus
@@ -44,13 +45,15 @@ from tests.support import quiet_metrics
 
 
 class FakeLoanStore:
-    """loans-api's LoanStore with DynamoDB's transaction semantics: one commit is all or nothing,
-    checked in the order the adapter's transaction checks (receipt, ledger seq, domain items)."""
+    """loans-api's LoanStore with DynamoDB's transaction semantics: one commit is all or nothing, its
+    three items checked in the order the adapter's transaction checks them (the receipt; the journey's
+    item: its seq, its disbursement mark, what the command was decided on). The events are the history:
+    every status is derived from them (functions/loans_api/history.py), as the adapter's reads do."""
 
     def __init__(self) -> None:
         self.ledgers: dict[str, LoanEvent] = {}
+        self.disbursed: set[str] = set()  # journeys whose item carries the disbursement mark
         self.receipts: dict[str, Receipt] = {}
-        self.entities: dict[tuple[str, str], dict[str, Any]] = {}  # (journeyId, kind#id) -> item
         self.events: list[LoanEvent] = []
 
     def read_ledger(self, journey_id: str) -> Ledger:
@@ -63,55 +66,46 @@ class FakeLoanStore:
         if receipt.key in self.receipts:
             return CommitOutcome(CommitStatus.REPLAY, self.receipts[receipt.key])
         journey_id = change.event.journeyId
-        current = self.ledgers.get(journey_id)
-        if (0 if current is None else current.seq) != change.ledger_before.seq:
+        current = self.read_ledger(journey_id)
+        if current.seq != change.ledger_before.seq:
             return CommitOutcome(CommitStatus.CONFLICT)
-        if not all(self._allowed(journey_id, write) for write in change.writes):
+        if current.seq and (journey_id in self.disbursed or not change.requires.hold_on(current)):
             return CommitOutcome(CommitStatus.VIOLATED)
-        for write in change.writes:
-            key = (journey_id, _entity_key(write))
-            if write.create:
-                self.entities[key] = {**write.attributes, "status": write.status}
-            else:
-                self.entities[key] = {**self.entities[key], "status": write.status}
         self.receipts[receipt.key] = receipt
         self.ledgers[journey_id] = change.event
+        if change.event.snapshot.disbursement is not None:
+            self.disbursed.add(journey_id)
         self.events.append(change.event)
         return CommitOutcome(CommitStatus.COMMITTED)
 
+    def history(self, journey_id: str) -> list[history.Entry]:
+        """The journey's events, newest first, as the table's event items hold them."""
+        return [history.Entry(e, "PENDING") for e in reversed(self.events) if e.journeyId == journey_id]
+
     def read_journey(self, journey_id: str) -> JourneyTruth | None:
         last = self.ledgers.get(journey_id)
-        if last is None:
-            return None
+        return None if last is None else history.truth(last, self.history(journey_id))
 
-        def of(kind: str) -> list[dict[str, Any]]:
-            return [item for (j, key), item in self.entities.items() if j == journey_id and key.startswith(kind)]
+    # -- what the invariants look at: statuses derived from the whole history ----------------
 
-        disbursements = of("DISBURSEMENT")
-        return JourneyTruth.of(
-            last,
-            simulations=of("SIMULATION#"),
-            acceptances=of("ACCEPTANCE#"),
-            disbursement=disbursements[0] if disbursements else None,
-            events=[
-                {"eventId": e.eventId, "seq": e.seq, "type": e.type} for e in self.events if e.journeyId == journey_id
-            ],
-        )
+    def simulations(self, journey_id: str) -> list[dict[str, Any]]:
+        return history.statuses(list(reversed(self.history(journey_id))))[0]
 
-    def _allowed(self, journey_id: str, write: EntityWrite) -> bool:
-        existing = self.entities.get((journey_id, _entity_key(write)))
-        if write.create:
-            return existing is None
-        return existing is not None and existing["status"] == "ACTIVE"
+    def acceptances(self, journey_id: str) -> list[dict[str, Any]]:
+        return history.statuses(list(reversed(self.history(journey_id))))[1]
 
-    # -- what the invariants look at ---------------------------------------------------------
+    def disbursement(self, journey_id: str) -> dict[str, Any] | None:
+        last = self.ledgers.get(journey_id)
+        return None if last is None else history.disbursement(last)
 
     def statuses(self, journey_id: str, kind: str) -> list[str]:
-        return [i["status"] for (j, key), i in self.entities.items() if j == journey_id and key.startswith(kind)]
-
-
-def _entity_key(write: EntityWrite) -> str:
-    return write.kind if write.kind == "DISBURSEMENT" else f"{write.kind}#{write.entity_id}"
+        """The statuses of the journey's simulations, acceptances or disbursement (`kind`: SIMULATION#,
+        ACCEPTANCE#, DISBURSEMENT), oldest first."""
+        if kind == "DISBURSEMENT":
+            paid = self.disbursement(journey_id)
+            return [] if paid is None else [paid["status"]]
+        items = self.simulations(journey_id) if kind == "SIMULATION#" else self.acceptances(journey_id)
+        return [item["status"] for item in items]
 
 
 class FakeJourneyStore:

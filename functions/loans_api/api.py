@@ -165,7 +165,8 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
         operation_id="getJourneyTruth",
         summary="The journey's truth",
         description="Read by operators (`saga journey show`): the journey's newest history, at most 50 simulations, "
-        "acceptances and events each (`olderOmitted` names the lists that leave older ones out), five bounded reads. "
+        "acceptances and events each (`olderOmitted` names the lists that leave older ones out), at most three reads "
+        "(the journey's item and its newest events; the statuses are derived from the events). "
         "`state` (in the Control Record's vocabulary) and `lastEvent` come from the ledger: applying "
         "`lastEvent` brings any Control Record up to date. 404 while the journey has had no command.",
         responses={200: openapi.success("The journey's truth.", JourneyTruth), **openapi.problem_responses(404)},

@@ -1,12 +1,14 @@
-"""loans-api's business rules, pure: given the journey's ledger and a command, the change to commit
-(or a DomainError). No I/O: the store turns a Change into one DynamoDB transaction."""
+"""loans-api's business rules, pure: given the journey's loan item (its ledger) and a command, the change
+to commit (or a DomainError). No I/O: the store turns a Change into one DynamoDB transaction of three
+items (D1): the journey's loan item, the receipt, the event. The event is also the journey's history;
+nothing else is written, and no older item changes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
 from uuid6 import uuid7
 
@@ -20,8 +22,6 @@ from shared.events import (
     LoanSnapshot,
     SimulationSummary,
 )
-
-EntityKind = Literal["SIMULATION", "ACCEPTANCE", "DISBURSEMENT"]
 
 
 def new_id() -> str:
@@ -56,19 +56,37 @@ class Ledger:
 
 
 @dataclass(frozen=True)
-class EntityWrite:
-    """A domain item to create (`status` given, must not exist) or a status change guarded on
-    the item still being ACTIVE."""
+class Requirements:
+    """What a command was decided on, checked again by its transaction on the journey's loan item (D14),
+    beside the item's `seq` (D1) and "never disbursed, not cancelled" (every command): the quote it names
+    is the active one (`simulation_id`), no acceptance is active (`no_acceptance`), the acceptance it
+    names is the active one (`acceptance_id`), the journey has had fewer quotes than the cap
+    (`quotes_below`, when its quotes are counted: an uncounted journey is bounded by `seq`)."""
 
-    kind: EntityKind
-    entity_id: str
-    status: str
-    attributes: dict[str, Any] = field(default_factory=dict)
-    create: bool = True
+    simulation_id: str | None = None
+    no_acceptance: bool = False
+    acceptance_id: str | None = None
+    quotes_below: int | None = None
 
-    @property
-    def is_compensation(self) -> bool:
-        return not self.create and self.status == CANCELLED
+    def hold_on(self, ledger: Ledger) -> bool:
+        """Whether the journey item `ledger` (as stored, never disbursed) still meets them: what the
+        transaction's conditions decide, in Python (the in-memory store's check)."""
+        snapshot = ledger.snapshot
+        if ledger.last_event is not None and snapshot.state in ("disbursed", "cancelled"):
+            return False
+        active, acceptance = snapshot.simulation, snapshot.acceptance
+        return (
+            (self.simulation_id is None or (active is not None and active.simulationId == self.simulation_id))
+            and (not self.no_acceptance or acceptance is None)
+            and (
+                self.acceptance_id is None or (acceptance is not None and acceptance.acceptanceId == self.acceptance_id)
+            )
+            and (
+                self.quotes_below is None
+                or snapshot.simulationCount is None
+                or snapshot.simulationCount < self.quotes_below
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -77,17 +95,16 @@ class Change:
 
     ledger_before: Ledger
     event: LoanEvent
-    writes: tuple[EntityWrite, ...]
     status_code: int
     response: dict[str, Any]
+    requires: Requirements = Requirements()
+    # What the command cancelled that was active (an acceptance a re-simulation replaced, what a cancel
+    # ended): the Compensations metric.
+    compensations: int = 0
 
     @property
     def ledger_after(self) -> Ledger:
         return Ledger(self.event.journeyId, self.event)
-
-    @property
-    def compensations(self) -> int:
-        return sum(1 for write in self.writes if write.is_compensation)
 
 
 ACTIVE, SUPERSEDED, CANCELLED = "ACTIVE", "SUPERSEDED", "CANCELLED"
@@ -117,18 +134,13 @@ def _with_event(body: dict[str, Any], event: LoanEvent) -> dict[str, Any]:
     return {**body, "eventId": event.eventId, "seq": event.seq, "event": event.model_dump(mode="json")}
 
 
-def _cancel_active_acceptance(ledger: Ledger) -> list[EntityWrite]:
-    acceptance = ledger.snapshot.acceptance
-    return [] if acceptance is None else [EntityWrite("ACCEPTANCE", acceptance.acceptanceId, CANCELLED, create=False)]
-
-
 def create_simulation(
     ledger: Ledger, amount: Decimal, term_months: int, now: datetime, limit: int = MAX_SIMULATIONS
 ) -> Change:
-    """Price a loan and make it the active simulation. In the same transaction the previous
-    simulation is superseded and an active acceptance is cancelled (the compensation lives inside
-    the command, so no other command of the journey can land between the two). A journey has at
-    most `limit` quotes: its history (and every read of it) stays bounded."""
+    """Price a loan and make it the active simulation: the previous one is superseded and an active
+    acceptance is cancelled by the same event (the compensation lives inside the command, so no other
+    command of the journey can land between the two; their statuses follow from the history). A
+    journey has at most `limit` quotes: its history (and every read of it) stays bounded."""
     _require_open(ledger)
     had = ledger.simulations_had
     if had >= limit:
@@ -155,28 +167,22 @@ def create_simulation(
         }
     )
     event = _event(ledger, "SimulationCreated", snapshot, now)
-    writes = [EntityWrite("SIMULATION", simulation.simulationId, ACTIVE, simulation.model_dump(mode="json"))]
-    previous = ledger.snapshot.simulation
-    if previous is not None:
-        writes.append(EntityWrite("SIMULATION", previous.simulationId, SUPERSEDED, create=False))
-    writes += _cancel_active_acceptance(ledger)
     body = simulation_body(ledger.journey_id, simulation.model_dump(mode="json"), ACTIVE)
     acceptance = ledger.snapshot.acceptance
     body["cancelledAcceptanceId"] = None if acceptance is None else acceptance.acceptanceId
-    return Change(ledger, event, tuple(writes), 201, _with_event(body, event))
+    counted = ledger.snapshot.simulationCount is not None
+    requires = Requirements(quotes_below=limit if counted else None)
+    return Change(ledger, event, 201, _with_event(body, event), requires, compensations=int(acceptance is not None))
 
 
 def cancel_journey(ledger: Ledger, now: datetime) -> Change:
-    """Cancel the journey: the ledger says `cancelled` (it is created if the journey had no command
-    yet), and the active acceptance and simulation are cancelled, all in one transaction. Every
-    later write for the journey is refused by `_require_open`."""
+    """Cancel the journey: its item says `cancelled` (it is created if the journey had no command yet),
+    which cancels the active acceptance and simulation (their statuses follow from the history). Every
+    later write for the journey is refused by `_require_open` and by the transaction's condition."""
     if ledger.snapshot.state == "disbursed":
         raise BusinessRuleViolated(f"journey {ledger.journey_id} was disbursed: it cannot be cancelled")
     _require_open(ledger)
-    writes = _cancel_active_acceptance(ledger)
     simulation = ledger.snapshot.simulation
-    if simulation is not None:
-        writes.append(EntityWrite("SIMULATION", simulation.simulationId, CANCELLED, create=False))
     snapshot = ledger.snapshot.model_copy(update={"state": "cancelled", "simulation": None, "acceptance": None})
     event = _event(ledger, "JourneyCancelled", snapshot, now)
     acceptance = ledger.snapshot.acceptance
@@ -186,7 +192,8 @@ def cancel_journey(ledger: Ledger, now: datetime) -> Change:
         "cancelledSimulationId": None if simulation is None else simulation.simulationId,
         "cancelledAcceptanceId": None if acceptance is None else acceptance.acceptanceId,
     }
-    return Change(ledger, event, tuple(writes), 200, _with_event(body, event))
+    ended = int(simulation is not None) + int(acceptance is not None)
+    return Change(ledger, event, 200, _with_event(body, event), compensations=ended)
 
 
 def create_acceptance(ledger: Ledger, simulation_id: str, now: datetime) -> Change:
@@ -201,9 +208,9 @@ def create_acceptance(ledger: Ledger, simulation_id: str, now: datetime) -> Chan
     acceptance = AcceptanceSummary(acceptanceId=new_id(), simulationId=simulation_id)
     snapshot = ledger.snapshot.model_copy(update={"state": "accepted", "acceptance": acceptance})
     event = _event(ledger, "AcceptanceCreated", snapshot, now)
-    writes = (EntityWrite("ACCEPTANCE", acceptance.acceptanceId, ACTIVE, acceptance.model_dump(mode="json")),)
     body = acceptance_body(ledger.journey_id, acceptance.model_dump(mode="json"), ACTIVE)
-    return Change(ledger, event, writes, 201, _with_event(body, event))
+    requires = Requirements(simulation_id=simulation_id, no_acceptance=True)
+    return Change(ledger, event, 201, _with_event(body, event), requires)
 
 
 def create_disbursement(ledger: Ledger, acceptance_id: str, now: datetime) -> Change:
@@ -225,8 +232,7 @@ def create_disbursement(ledger: Ledger, acceptance_id: str, now: datetime) -> Ch
         "acceptanceId": acceptance_id,
         "amount": disbursement.model_dump(mode="json")["amount"],
     }
-    writes = (EntityWrite("DISBURSEMENT", disbursement.disbursementId, "DISBURSED", body),)
-    return Change(ledger, event, writes, 201, _with_event(body, event))
+    return Change(ledger, event, 201, _with_event(body, event), Requirements(acceptance_id=acceptance_id))
 
 
 def simulation_body(journey_id: str, simulation: dict[str, Any], status: str) -> dict[str, Any]:

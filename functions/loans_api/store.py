@@ -1,5 +1,7 @@
 """loans-api's storage: the port and its DynamoDB adapter. The item layout of the loans table lives
-here (the outbox item's in `shared.outbox`). Every command is ONE TransactWriteItems (D1)."""
+here (the outbox item's in `shared.outbox`). Every command is ONE TransactWriteItems of exactly three
+items (D1): the journey's loan item (updated on a condition on its previous `seq` and on what the
+command was decided on), the receipt, and the event, which is also the journey's history."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from functions.loans_api.domain import Change, EntityWrite, Ledger
+from functions.loans_api import history
+from functions.loans_api.domain import Change, Ledger, Requirements
 from functions.loans_api.models import JourneyTruth
 from shared import outbox
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
@@ -21,11 +24,12 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import PutTypeDef, QueryInputTypeDef, TransactWriteItemTypeDef
 
-# What `GET /journeys/{id}` lists of each kind of history: the newest this many (older ones are counted
-# as omitted, never read).
-HISTORY_PAGE = 50
-# Positions of the fixed items in every command's transaction; domain writes follow.
-_RECEIPT, _LEDGER = 0, 1
+# The positions of the three items in every command's transaction.
+_RECEIPT, _JOURNEY = 0, 1
+# Set on the journey's item by its disbursement and never removed: every command's condition requires
+# its absence, so "one disbursement per journey, ever" holds on this permanent item, whatever the
+# receipts (they expire) or the item's snapshot say.
+DISBURSED_MARK = "disbursementId"
 
 
 class CommitStatus(StrEnum):
@@ -70,61 +74,43 @@ class DynamoLoanStore:
         return None if item is None else Receipt.from_values(item)
 
     def read_journey(self, journey_id: str) -> JourneyTruth | None:
-        """The ledger, the disbursement and the newest `HISTORY_PAGE` simulations, acceptances and events:
-        five bounded reads, whatever the journey's history (a journey has at most 100 quotes, and the read
-        costs the same at 1 or 100)."""
+        """The journey's item and its newest events (`history.WINDOW_PAGE` a page, at most
+        `history.MAX_WINDOW_PAGES` pages, fewer once they hold the newest 50 of each kind): at most three
+        reads whatever the journey's history, two for most journeys."""
         pk = outbox.journey_pk(journey_id)
-        ledger = self._get(pk, outbox.LEDGER_SK)
-        if ledger is None:
+        item = self._get(pk, outbox.LEDGER_SK)
+        if item is None:
             return None
-        older: list[str] = []
-
-        def newest(name: str, prefix: str) -> list[dict[str, Any]]:
-            items = self._query_newest(pk, prefix, HISTORY_PAGE + 1)
-            if len(items) > HISTORY_PAGE:
-                older.append(name)
-            return [_public(item) for item in reversed(items[:HISTORY_PAGE])]
-
-        simulations = newest("simulations", "SIMULATION#")
-        acceptances = newest("acceptances", "ACCEPTANCE#")
-        events = [
-            {"eventId": i["eventId"], "seq": i["seq"], "type": i["type"], "status": i["status"]}
-            for i in newest("events", outbox.EVENT_PREFIX)
-        ]
-        disbursement = self._get(pk, "DISBURSEMENT")
-        return JourneyTruth.of(
-            _ledger_event(ledger),
-            simulations=simulations,
-            acceptances=acceptances,
-            disbursement=None if disbursement is None else _public(disbursement),
-            events=events,
-            older_omitted=older,
-        )
+        last = _ledger_event(item)
+        newest: list[history.Entry] = []
+        kwargs: QueryInputTypeDef = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": to_item({":pk": pk, ":prefix": outbox.EVENT_PREFIX}),
+            "ScanIndexForward": False,
+            "Limit": history.WINDOW_PAGE,
+            "ConsistentRead": True,
+        }
+        for _ in range(history.MAX_WINDOW_PAGES):
+            page = self._client.query(**kwargs)
+            for found in page.get("Items", []):
+                newest.append(history.Entry(outbox.event_from_item(found), str(from_item(found)["status"])))
+            if "LastEvaluatedKey" not in page or history.is_enough(last, newest):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return history.truth(last, newest)
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         response = self._client.get_item(TableName=self._table, Key=to_item({"pk": pk, "sk": sk}), ConsistentRead=True)
         item = response.get("Item")
         return None if item is None else from_item(item)
 
-    def _query_newest(self, pk: str, prefix: str, limit: int) -> list[dict[str, Any]]:
-        """Up to `limit` items of the partition whose sort key starts with `prefix`, newest first (ids
-        and sequence numbers sort by time). One page: DynamoDB stops at `limit` items."""
-        kwargs: QueryInputTypeDef = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": to_item({":pk": pk, ":prefix": prefix}),
-            "ScanIndexForward": False,
-            "Limit": limit,
-            "ConsistentRead": True,
-        }
-        return [from_item(item) for item in self._client.query(**kwargs).get("Items", [])]
-
     # -- the one transaction ------------------------------------------------------------------
 
     def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome:
         items: list[TransactWriteItemTypeDef] = [
-            self._put_receipt(change, receipt, expires_at),
-            self._put_ledger(change),
+            self._put_receipt(receipt, expires_at),
+            self._put_journey(change),
             {
                 "Put": {
                     "TableName": self._table,
@@ -133,15 +119,13 @@ class DynamoLoanStore:
                 }
             },
         ]
-        for write in change.writes:
-            items.append(self._entity_op(change, write))
         try:
             self._client.transact_write_items(TransactItems=items)
         except ClientError as error:
-            return self._decode(error)
+            return self._decode(error, change)
         return CommitOutcome(CommitStatus.COMMITTED)
 
-    def _decode(self, error: ClientError) -> CommitOutcome:
+    def _decode(self, error: ClientError, change: Change) -> CommitOutcome:
         if error_code(error) != "TransactionCanceledException":
             raise error
         reasons = cancellation_reasons(error)
@@ -149,78 +133,79 @@ class DynamoLoanStore:
         if codes and codes[_RECEIPT] == "ConditionalCheckFailed":
             old = reasons[_RECEIPT].get("Item")
             return CommitOutcome(CommitStatus.REPLAY, Receipt.from_values(from_item(old)) if old else None)
-        if "TransactionConflict" in codes or (len(codes) > _LEDGER and codes[_LEDGER] == "ConditionalCheckFailed"):
+        if len(codes) > _JOURNEY and codes[_JOURNEY] == "ConditionalCheckFailed":
+            # At the seq the command was decided on, the item refused what it was decided on (its
+            # snapshot was edited, or it was disbursed): no longer legal. Otherwise it moved: decide again.
+            old = reasons[_JOURNEY].get("Item")
+            unmoved = old is not None and int(from_item(old).get("seq", -1)) == change.ledger_before.seq
+            return CommitOutcome(CommitStatus.VIOLATED if unmoved else CommitStatus.CONFLICT)
+        if "TransactionConflict" in codes:
             return CommitOutcome(CommitStatus.CONFLICT)
         if "ConditionalCheckFailed" in codes:
             return CommitOutcome(CommitStatus.VIOLATED)
         raise error
 
-    def _put_receipt(self, change: Change, receipt: Receipt, expires_at: int) -> TransactWriteItemTypeDef:
+    def _put_receipt(self, receipt: Receipt, expires_at: int) -> TransactWriteItemTypeDef:
         return {
             "Put": {
                 "TableName": self._table,
-                "Item": to_item(
-                    receipt.to_values(expires_at, journeyId=change.event.journeyId, eventId=change.event.eventId)
-                ),
+                "Item": to_item(receipt.to_values(expires_at)),
                 "ConditionExpression": "attribute_not_exists(pk)",
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
 
-    def _put_ledger(self, change: Change) -> TransactWriteItemTypeDef:
-        after = change.ledger_after
+    def _put_journey(self, change: Change) -> TransactWriteItemTypeDef:
+        """The journey's loan item: its `seq` and its newest event whole (the snapshot is the journey's
+        state: the active quote with its terms, the active acceptance, the disbursement, cancelled or
+        not). Nested, so the item never carries an event's top-level attributes into an index keyed on
+        them. Put over the previous version on a condition on it (`_conditions`)."""
+        event = change.event
+        values: dict[str, Any] = {
+            "pk": outbox.journey_pk(event.journeyId),
+            "sk": outbox.LEDGER_SK,
+            "journeyId": event.journeyId,
+            "seq": event.seq,
+            "lastEvent": event.model_dump(mode="json"),
+        }
+        if event.snapshot.disbursement is not None:
+            values[DISBURSED_MARK] = event.snapshot.disbursement.disbursementId
         put: PutTypeDef = {
             "TableName": self._table,
-            "Item": to_item(
-                {
-                    "pk": outbox.journey_pk(after.journey_id),
-                    "sk": outbox.LEDGER_SK,
-                    "journeyId": after.journey_id,
-                    "seq": after.seq,  # orders the journey's commands: the condition below
-                    # The newest event, whole (its snapshot is where the journey stands). Nested, so the
-                    # ledger never carries an event's top-level attributes into an index keyed on them.
-                    "lastEvent": change.event.model_dump(mode="json"),
-                }
-            ),
+            "Item": to_item(values),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            "ConditionExpression": "attribute_not_exists(pk)",
         }
-        if change.ledger_before.seq == 0:
-            put["ConditionExpression"] = "attribute_not_exists(pk)"
-        else:
-            put["ConditionExpression"] = "seq = :seq"
-            put["ExpressionAttributeValues"] = to_item({":seq": change.ledger_before.seq})
+        seq = change.ledger_before.seq
+        if seq > 0:
+            expression, values = _conditions(seq, change.requires)
+            put["ConditionExpression"] = expression
+            put["ExpressionAttributeNames"] = {"#last": "lastEvent", "#snapshot": "snapshot", "#state": "state"}
+            put["ExpressionAttributeValues"] = to_item(values)
         return {"Put": put}
 
-    def _entity_op(self, change: Change, write: EntityWrite) -> TransactWriteItemTypeDef:
-        journey_id = change.event.journeyId
-        pk = outbox.journey_pk(journey_id)
-        sk = write.kind if write.kind == "DISBURSEMENT" else f"{write.kind}#{write.entity_id}"
-        if not write.create:
-            return {
-                "Update": {
-                    "TableName": self._table,
-                    "Key": to_item({"pk": pk, "sk": sk}),
-                    "UpdateExpression": "SET #status = :new, updatedAt = :now",
-                    "ConditionExpression": "#status = :active",
-                    "ExpressionAttributeNames": {"#status": "status"},
-                    "ExpressionAttributeValues": to_item(
-                        {":new": write.status, ":active": "ACTIVE", ":now": change.event.occurredAt.isoformat()}
-                    ),
-                }
-            }
-        attributes = {**write.attributes, "journeyId": journey_id, "createdAt": change.event.occurredAt.isoformat()}
-        return {
-            "Put": {
-                "TableName": self._table,
-                # "One disbursement per journey, ever" is this condition on a fixed key.
-                "Item": to_item({"pk": pk, "sk": sk, **attributes, "status": write.status}),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
+
+def _conditions(seq: int, requires: Requirements) -> tuple[str, dict[str, Any]]:
+    """The condition on a journey's item after its first command (before it, the item must not exist):
+    at `seq`, never disbursed, not ended, and still what the command was decided on (D14)."""
+    snapshot = "#last.#snapshot"
+    # A journey disbursed before the mark existed says so in its state alone: both are checked.
+    ended = f"{snapshot}.#state IN (:cancelled, :disbursed)"
+    clauses = ["seq = :seq", f"attribute_not_exists({DISBURSED_MARK})", f"NOT ({ended})"]
+    values: dict[str, Any] = {":seq": seq, ":cancelled": "cancelled", ":disbursed": "disbursed"}
+    if requires.simulation_id is not None:
+        clauses.append(f"{snapshot}.simulation.simulationId = :simulation")
+        values[":simulation"] = requires.simulation_id
+    if requires.no_acceptance:
+        clauses.append(f"attribute_not_exists({snapshot}.acceptance.acceptanceId)")
+    if requires.acceptance_id is not None:
+        clauses.append(f"{snapshot}.acceptance.acceptanceId = :acceptance")
+        values[":acceptance"] = requires.acceptance_id
+    if requires.quotes_below is not None:
+        clauses.append(f"{snapshot}.simulationCount < :quotes")
+        values[":quotes"] = requires.quotes_below
+    return " AND ".join(clauses), values
 
 
 def _ledger_event(item: dict[str, Any]) -> LoanEvent:
     return LoanEvent.model_validate(item["lastEvent"])
-
-
-def _public(item: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in item.items() if key not in ("pk", "sk")}

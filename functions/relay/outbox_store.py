@@ -95,8 +95,8 @@ class DynamoOutboxStore:
             self._client.update_item(
                 TableName=self._table,
                 Key=to_item({"pk": outbox.journey_pk(event.journeyId), "sk": outbox.event_sk(event.seq)}),
-                UpdateExpression="SET #status = :notified, publishedAt = :now, expiresAt = :expires "
-                "ADD attempts :one REMOVE #shard",
+                # No expiry: the event is also the journey's history, kept as long as the journey (D1).
+                UpdateExpression="SET #status = :notified, publishedAt = :now ADD attempts :one REMOVE #shard",
                 ConditionExpression="#status = :pending",
                 ExpressionAttributeNames={"#status": "status", "#shard": PENDING_SHARD_ATTRIBUTE},
                 ExpressionAttributeValues=to_item(
@@ -104,7 +104,6 @@ class DynamoOutboxStore:
                         ":notified": outbox.NOTIFIED,
                         ":pending": outbox.PENDING,
                         ":now": published_at.isoformat(),
-                        ":expires": expires_at,
                         ":one": 1,
                     }
                 ),

@@ -4,7 +4,7 @@ the ledger's. Straight at loans-api (tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
-from functions.loans_api.store import HISTORY_PAGE
+from functions.loans_api.history import HISTORY_PAGE
 from tests.support import ApiClient, json_of
 
 

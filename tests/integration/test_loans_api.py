@@ -1,14 +1,16 @@
-"""loans-api on a moto server: each command one transaction (domain, ledger, receipt, outbox, all or none),
+"""loans-api on a moto server: each command one transaction (the journey's item, its receipt, its event: all or none),
 the one-disbursement rule, compensations inside a command, what it refuses. Its receipts and replays are in
 test_loans_api_receipts.py."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import pytest
 
 from shared.dynamo import from_item, to_item
+from shared.idempotency import Receipt
 from tests.integration.aws_calls import scan
 from tests.integration.journeys import LOANS_JOURNEY as JOURNEY
 from tests.integration.journeys import accepted_at_loans_api as accepted_journey
@@ -19,7 +21,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-def test_simulation_commits_domain_receipt_ledger_and_outbox_together(loans_api, dynamodb: DynamoDBClient, resources):
+def test_a_simulation_commits_the_journey_item_its_receipt_and_its_event_and_nothing_else(
+    loans_api, dynamodb: DynamoDBClient, resources
+):
     # Given an empty table
     # When a simulation is created
     response = simulate(loans_api, "k1")
@@ -30,9 +34,9 @@ def test_simulation_commits_domain_receipt_ledger_and_outbox_together(loans_api,
     assert (body["amount"], body["annualRate"], body["monthlyPayment"]) == ("10000.00", "0.0790", "312.90")
     assert body["event"]["eventId"] == body["eventId"]
     assert body["event"]["snapshot"]["state"] == "simulated"
-    # And the table holds exactly: ledger, simulation, receipt, one PENDING outbox item
+    # And the table holds exactly: the journey's item, the receipt, one PENDING event (the quote's only record)
     kinds = sorted(item["sk"].split("#")[0] for item in scan(dynamodb, resources.loans_table))
-    assert kinds == ["EVENT", "LEDGER", "RECEIPT", "SIMULATION"]
+    assert kinds == ["EVENT", "LEDGER", "RECEIPT"]
     events = [i for i in scan(dynamodb, resources.loans_table) if i["sk"].startswith("EVENT#")]
     assert events[0]["status"] == "PENDING"
     assert events[0]["pendingShard"].startswith("PENDING#")
@@ -66,15 +70,18 @@ def test_one_disbursement_per_journey_even_with_a_fresh_key_and_no_receipt(
     )
     second = loans_api.post("/disbursements", body, key="a-fresh-key")
     replay_without_receipt = loans_api.post("/disbursements", body, key=f"{JOURNEY}:disbursement")
-    # Then both are refused: the domain itself allows one disbursement, ever
+    # Then both are refused: the journey's permanent item allows one disbursement, ever
     assert second.status == 409
     assert replay_without_receipt.status == 409
     items = scan(dynamodb, resources.loans_table)
-    assert len([i for i in items if i["sk"] == "DISBURSEMENT"]) == 1
+    assert len([i for i in items if i.get("type") == "LoanDisbursed"]) == 1
+    [journey_item] = [i for i in items if i["sk"] == "LEDGER"]
+    assert journey_item["disbursementId"] == json_of(first)["disbursementId"]
 
 
 def test_the_disbursement_condition_holds_inside_the_transaction(loans_api, dynamodb: DynamoDBClient, resources):
-    # Given a disbursed journey whose ledger was rolled back to claim no disbursement
+    # Given a disbursed journey whose item's snapshot was rolled back to claim no disbursement (its
+    # disbursement mark left as it was)
     _, acceptance = accepted_journey(loans_api)
     body = {"journeyId": JOURNEY, "acceptanceId": acceptance["acceptanceId"]}
     loans_api.post("/disbursements", body, key="d1")
@@ -86,7 +93,7 @@ def test_the_disbursement_condition_holds_inside_the_transaction(loans_api, dyna
     before = scan(dynamodb, resources.loans_table)
     # When a second disbursement passes the in-code checks
     response = loans_api.post("/disbursements", body, key="d2")
-    # Then the transaction's attribute_not_exists refuses it, and nothing at all is written
+    # Then the transaction's condition on the mark refuses it (409, not a retry), and nothing at all is written
     assert response.status == 409
     assert scan(dynamodb, resources.loans_table) == before
 
@@ -118,8 +125,9 @@ def test_each_command_commits_one_event_numbered_in_order_with_one_receipt(
     ]
     receipts = [i for i in scan(dynamodb, resources.loans_table) if i["sk"] == "RECEIPT"]
     assert len(receipts) == 6
-    assert {r["eventId"] for r in receipts} == {e["eventId"] for e in truth["events"]}
-    # And the superseded / cancelled statuses are recorded
+    recorded = {json.loads(Receipt.from_values(r).body)["eventId"] for r in receipts}
+    assert recorded == {e["eventId"] for e in truth["events"]}
+    # And the superseded / cancelled statuses follow from the history
     statuses = {s["simulationId"]: s["status"] for s in truth["simulations"]}
     assert statuses[first["simulationId"]] == "SUPERSEDED"
     assert statuses[third["simulationId"]] == "ACTIVE"

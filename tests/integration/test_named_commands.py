@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.loans_api.store import HISTORY_PAGE
+from functions.loans_api.history import HISTORY_PAGE
 from saga.links import link, link_body
 from saga.local.inprocess import InProcessHttp
 from tests.integration.journeys import command, journey_in, new_journey, simulate, truth

@@ -69,11 +69,11 @@ def test_road_one_lost_the_backstop_alone_brings_the_record_to_the_truth(
     assert record["lastAppliedSeq"] == 1
     assert record["lastAppliedEventId"] == reply["eventId"]
     assert record["simulation"]["simulationId"] == reply["simulationId"]
-    # And the outbox item is NOTIFIED, out of the pending index, with a TTL
+    # And the outbox item is NOTIFIED, out of the pending index, and kept as the journey's history (no TTL)
     [item] = outbox_items(dynamodb, resources)
     assert item["status"] == "NOTIFIED"
     assert "pendingShard" not in item
-    assert item["expiresAt"] > datetime.now(UTC).timestamp() + 6 * 24 * 3600
+    assert "expiresAt" not in item
     assert queue_depth(sqs, resources.events_queue_url) == 0
     assert queue_depth(sqs, resources.events_dlq_url) == 0
 

@@ -277,7 +277,7 @@ def test_a_disburse_of_x_pays_x_its_quote_or_nothing_whatever_lands_between_its_
         system.wire.deliver_held()
     system.wire.deliver_held()
     # Then X is paid at its quote, or nothing is paid in its name, and the answer says which
-    paid = [item for (j, key), item in system.loans_store.entities.items() if j == journey and key == "DISBURSEMENT"]
+    paid = [item for item in [system.loans_store.disbursement(journey)] if item is not None]
     ours = [item for item in paid if item["acceptanceId"] == acceptance_x]
     for item in ours:
         assert item["amount"] == "5000.00"

@@ -94,3 +94,12 @@ def test_a_short_body_is_kept_plain_and_a_receipt_stored_before_compression_stil
     assert Receipt("k", "h", 200, "{}").to_values(expires_at=1)["body"] == "{}"
     legacy = {"idempotencyKey": "k", "requestHash": "h", "status": 201, "body": '{"ok":true}'}
     assert Receipt.from_values(legacy) == Receipt("k", "h", 201, '{"ok":true}')
+
+
+def test_a_receipt_keeps_its_key_once_in_its_partition_key_and_reads_it_back_from_there():
+    # Given a receipt stored as values (no second copy of the key)
+    values = Receipt("caller:op:k-1", "h", 201, "{}").to_values(expires_at=1)
+    # Then the key is in the partition key alone, and the receipt reads back whole
+    assert "idempotencyKey" not in values
+    assert values["pk"] == "RECEIPT#caller:op:k-1"
+    assert Receipt.from_values(values) == Receipt("caller:op:k-1", "h", 201, "{}")

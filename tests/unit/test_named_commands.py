@@ -24,11 +24,7 @@ FAULTS = st.sampled_from([None, "5xx", "timeout", "lose", "hold"])
 
 def acceptances_of(system: FakeSystem, journey: str) -> dict[str, str]:
     """simulationId -> status of every acceptance loans-api holds for the journey."""
-    return {
-        item["simulationId"]: item["status"]
-        for (j, key), item in system.loans_store.entities.items()
-        if j == journey and key.startswith("ACCEPTANCE#")
-    }
+    return {item["simulationId"]: item["status"] for item in system.loans_store.acceptances(journey)}
 
 
 @settings(max_examples=80, deadline=None)
