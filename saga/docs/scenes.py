@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -129,7 +130,8 @@ async def _mcp_session(api_url: str) -> str:
             journey = created["record"]["journeyId"]
             lines.append(json.dumps(created["record"], indent=2))
             await call("disburseLoan", {"journeyId": journey})
-            quote = {"journeyId": journey, "amount": 10000, "termMonths": 36, "idempotencyKey": "quote-1"}
+            # The model's own key for this quote (a fresh one per run: keys are the caller's, across journeys).
+            quote = {"journeyId": journey, "amount": 10000, "termMonths": 36, "idempotencyKey": f"quote-{uuid.uuid4()}"}
             simulated = await call("simulateLoan", quote)
             await call("simulateLoan", quote)
             accept = _link_body(simulated["record"], "accept")

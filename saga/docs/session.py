@@ -143,7 +143,7 @@ class Shell:
         self._bash.wait(timeout=10)
 
 
-def wait_for(what: str, condition: Callable[[], bool], timeout: float = 60.0) -> None:
+def wait_for(what: str, condition: Callable[[], bool], timeout: float = 180.0) -> None:
     """Wait until `condition` holds (a state of the system the next command's output depends on)."""
     deadline = time.monotonic() + timeout
     while not condition():
