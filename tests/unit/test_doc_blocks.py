@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from saga.docs import render as render_module
 from saga.docs.blocks import UnknownBlock, blocks, normalized, render
 
 PAGE = """# A page
@@ -86,3 +87,18 @@ def test_which_road_applied_an_event_first_is_a_race_not_a_difference():
     outbox = "applied by outbox at 2026-12-01T12:27:49.023161Z -> v1"
     assert normalized({"b": reply}) == normalized({"b": outbox})
     assert normalized({"b": reply}) != normalized({"b": outbox.replace("v1", "v2")})
+
+
+def test_a_committed_block_that_shows_another_output_is_reported(tmp_path):
+    # Given a committed page whose block shows a journey disbursed at v3
+    (tmp_path / "PAGE.md").write_text(PAGE.replace("old\n", "disbursed v3\n"))
+    committed = blocks((tmp_path / "PAGE.md").read_text())
+    # When a run prints the same with other ids and times, nothing is reported
+    same = {"tour": committed["tour"].replace(A, B), "status": "disbursed v3\n"}
+    assert render_module.differences({"PAGE.md": same}, root=tmp_path) == []
+    # When a run prints another version, or blocks the page does not mark, each is reported
+    [changed] = render_module.differences({"PAGE.md": {**same, "status": "disbursed v2\n"}}, root=tmp_path)
+    assert "[status]" in changed
+    assert "disbursed v2" in changed
+    [missing] = render_module.differences({"PAGE.md": {"tour": same["tour"]}}, root=tmp_path)
+    assert "blocks ['tour', 'status']" in missing
