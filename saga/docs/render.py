@@ -14,9 +14,12 @@ from saga.docs.session import Runtime, Shell, local_runtime, wait_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def shown(command: str) -> str:
-    """The command as a terminal shows it: `$ ` before it, `> ` before each continuation line."""
-    return "$ " + command.replace("\n", "\n> ")
+def shown(command: str, output: str, style: str) -> str:
+    """A command and its output: as a terminal shows them (`$ ` before the command, `> ` before each
+    continuation line), or as a script (the command as it is, each output line a `# ` comment)."""
+    if style == "script":
+        return "\n".join([command, *(f"# {line}".rstrip() for line in output.splitlines())])
+    return "$ " + command.replace("\n", "\n> ") + (f"\n{output}" if output else "")
 
 
 def play(block: Block, runtime: Runtime, shell: Shell) -> str:
@@ -25,7 +28,7 @@ def play(block: Block, runtime: Runtime, shell: Shell) -> str:
     for step in block.steps:
         if isinstance(step, Run):
             output = shell.run(step.command).rstrip("\n")
-            parts.append(shown(step.command) + (f"\n{output}" if output.strip() else ""))
+            parts.append(shown(step.command, output if output.strip() else "", block.style))
         elif isinstance(step, Wait):
             wait_for(step.what, functools.partial(step.condition, runtime, shell))
         elif isinstance(step, Output):

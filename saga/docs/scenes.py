@@ -49,8 +49,12 @@ Step = Run | Wait | Output
 
 @dataclass(frozen=True)
 class Block:
+    """A marked block: `console` shows `$ command` then its output; `script` shows the commands as they are
+    and each output line as a `# ` comment, so the whole block can be pasted into a terminal."""
+
     name: str
     steps: tuple[Step, ...]
+    style: str = "console"
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,7 @@ README = Page(
                 ),
                 Run("""post /journeys/$J/cancel '{}' | python3 -m json.tool"""),
             ),
+            style="script",
         ),
         Block(
             "tour-operator",
