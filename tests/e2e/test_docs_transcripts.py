@@ -10,7 +10,8 @@ import pytest
 
 from saga.docs import blocks, render, scenes
 
-pytestmark = pytest.mark.slow
+# One run of every scene (~1 min here, 2 on a loaded machine) is the module fixture's: in the first test's time.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # The tour, once more in the same terminal, right after the first run.
 AGAIN = scenes.Page("README.md (again)", tuple(b for b in scenes.README.blocks if b.name == "tour"))
