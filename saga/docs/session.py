@@ -65,7 +65,7 @@ def local_runtime() -> Iterator[Runtime]:
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
     with log_path.open("w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)  # noqa: S603 - our own interpreter
         try:
             urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
             _wait_until_healthy(process, urls["orchestrator"], log_path)
@@ -102,8 +102,8 @@ class Shell:
         bin_dir = str(Path(sys.executable).parent)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_"))}  # a reader's
         env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", SAGA_STATE_FILE=str(runtime.state_file))
-        self._bash = subprocess.Popen(
-            ["bash", "--noprofile", "--norc"],
+        self._bash = subprocess.Popen(  # noqa: S603 - the docs' own commands, as a reader types them
+            ["bash", "--noprofile", "--norc"],  # noqa: S607 - the reader's bash, from PATH
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
