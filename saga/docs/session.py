@@ -102,7 +102,7 @@ class Shell:
         bin_dir = str(Path(sys.executable).parent)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_"))}  # a reader's
         env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", SAGA_STATE_FILE=str(runtime.state_file))
-        self._bash = subprocess.Popen(  # noqa: S603 - the docs' own commands, as a reader types them
+        self._bash = subprocess.Popen(
             ["bash", "--noprofile", "--norc"],  # noqa: S607 - the reader's bash, from PATH
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
