@@ -10,7 +10,7 @@ DEV_LOCK := requirements/dev.txt
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | sha1sum | cut -c1-12)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install lock run test lint typecheck unit integration e2e chaos soak synth bench clean
+.PHONY: install lock run test lint typecheck unit integration e2e chaos soak synth bench docs clean
 
 $(STAMP): pyproject.toml $(DEV_LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ synth: install ## synthesize the stack offline (no packaging), run cdk-nag and c
 bench: install ## cost, latency, drain rate and cold start, ours and the peer's; writes BENCHMARKS.md and docs/SCALE.md
 	$(BIN)/python -m bench.run --out BENCHMARKS.md --measured bench/measured.json
 	$(BIN)/python -m bench.scale --measured bench/measured.json --out docs/SCALE.md
+
+docs: install ## run saga local once and render every command output the README and docs/ show (saga/docs/)
+	$(BIN)/python -m saga.docs
 
 unit: install
 	$(BIN)/pytest tests/unit

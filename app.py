@@ -4,11 +4,11 @@
 Context flags: `-c dev=true` for a stack that can be torn down (tables and logs are destroyed with it);
 `-c skipBundling=true` to synthesize without packaging (offline; what `make synth` and the tests do);
 `-c stackName=NAME` to deploy more than one copy; `-c apiGatewayAccountRole=false` to leave API Gateway's
-account-wide CloudWatch role alone (by default the stack sets it where none is set, never over one; see README);
+account-wide CloudWatch role alone (by default the stack sets it where none is set, never over one; see docs/DEPLOY.md);
 `-c alarmEmail=ADDRESS` to subscribe an address to the alarms; `-c targetJourneysPerSecond=N` to size the
 pending index's shards, the agent API's throttle, the consumer's concurrency and the relay's
 parallelization factor for N journeys per second (shared/capacity.py, docs/SCALE.md; default 20);
-`-c bedrockAgent=true` to add Amazon Bedrock Agents' action-group executor (infra/bedrock.py; README)."""
+`-c bedrockAgent=true` to add Amazon Bedrock Agents' action-group executor (infra/bedrock.py; docs/DEPLOY.md)."""
 
 from __future__ import annotations
 

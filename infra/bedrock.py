@@ -25,7 +25,7 @@ from shared import metric_names as names
 SERVICE = names.BEDROCK_EXECUTOR
 OUTPUT_EXECUTOR_ARN = "BedrockExecutorArn"
 OUTPUT_AGENT_ROLE = "BedrockAgentRoleArn"
-# The model is chosen when the agent is created (README, "A Bedrock agent"), not here.
+# The model is chosen when the agent is created (docs/DEPLOY.md, "A Bedrock agent"), not here.
 _MODELS = (
     "The agent's service role may invoke foundation models and this account's inference profiles: the model is "
     "chosen when the agent is created (aws bedrock-agent create-agent --foundation-model), after deployment, "

@@ -20,7 +20,7 @@ class DataTables(Construct):
 
     No deletion protection in the template: CloudFormation could not delete a protected table when a
     first deploy rolls back, and a retained table survives `cdk destroy` anyway. An operator protects
-    them from a direct DeleteTable once the stack is up (README, "Deploy to AWS")."""
+    them from a direct DeleteTable once the stack is up (docs/DEPLOY.md, "Deploy")."""
 
     def __init__(self, scope: Construct, construct_id: str, *, removal: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)

@@ -12,7 +12,7 @@ from tests.infra.test_account_setting import FakeAccount
 
 ROLLED_BACK = "arn:aws:iam::123456789012:role/LoanSaga-ApiGatewayAccountCloudWatchRole-FIRST"
 RETRY = "arn:aws:iam::123456789012:role/LoanSaga-ApiGatewayAccountCloudWatchRole-RETRY"
-# The target rate the README's preflight gives an account whose concurrency quota is 10.
+# The target rate docs/DEPLOY.md's preflight gives an account whose concurrency quota is 10.
 SMALL_ACCOUNT_TARGET = 5
 
 
@@ -59,7 +59,7 @@ def test_in_an_account_of_10_the_consumers_confirmations_leave_loans_api_and_the
     redrive` after a loans-api outage, asks for twice the consumer's maximum, next to one agent request
     (orchestrator and loans-api), the relay's pollers (its parallelization factor on a new table's one
     stream shard), one sweep and one audit. The default stack is sized for 20 journeys/s, more than an
-    account of 10 carries; the README's preflight says to deploy such an account with
+    account of 10 carries; docs/DEPLOY.md's preflight says to deploy such an account with
     `-c targetJourneysPerSecond=5`, whose stack must fit."""
 
     def needed(consumers: int, relay_factor: int) -> int:

@@ -1,5 +1,5 @@
-"""AWS's documented deploy-time rules, checked on the template of every context variant the README's
-deploy section shows: the default deploy (`npx cdk deploy`, with or without `-c alarmEmail`), and the
+"""AWS's documented deploy-time rules, checked on the template of every context variant docs/DEPLOY.md
+shows: the default deploy (`npx cdk deploy`, with or without `-c alarmEmail`), and the
 variant with every other flag flipped (`-c dev=true -c stackName=...`, `-c apiGatewayAccountRole=false`,
 `-c targetJourneysPerSecond=10000`). Both are the session's syntheses (tests/infra/conftest.py). Each
 test names the AWS page its rule comes from: a template that breaks one synthesizes and lints cleanly
@@ -95,7 +95,7 @@ def test_every_stage_that_logs_waits_for_the_accounts_logging_role_unless_left_t
     logging = [s for s in stages.values() if "AccessLogSetting" in s["Properties"]
                or any(m.get("LoggingLevel", "OFF") != "OFF" for m in s["Properties"]["MethodSettings"])]  # fmt: skip
     assert len(logging) == 2
-    if not variant_of_readme.sets_account_role:  # -c apiGatewayAccountRole=false: README's preflight checks it
+    if not variant_of_readme.sets_account_role:  # -c apiGatewayAccountRole=false: docs/DEPLOY.md's preflight checks it
         assert settings == {}
         return
     [name] = settings
@@ -137,7 +137,7 @@ def test_nothing_survives_a_failed_creation_and_a_production_stack_keeps_its_dat
 def test_no_table_is_deletion_protected_so_a_failed_first_deploy_can_roll_back(deployed):
     """https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/WorkingWithTables.Basics.html
     #WorkingWithTables.Basics.DeletionProtection: a protected table cannot be deleted by anyone,
-    CloudFormation's rollback included. The README says how to protect them once the stack is up."""
+    CloudFormation's rollback included. docs/DEPLOY.md says how to protect them once the stack is up."""
     for name, table in of_type(deployed, "AWS::DynamoDB::Table").items():
         assert not table["Properties"].get("DeletionProtectionEnabled", False), name
 

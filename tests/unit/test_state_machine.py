@@ -1,4 +1,4 @@
-"""The journey's state machine, stated as the rules of the loan journey (README, D9) rather than as a copy
+"""The journey's state machine, stated as the rules of the loan journey (docs/API.md, D9) rather than as a copy
 of shared/state_machine.py's table: which command is legal where, where it leads, what is final, and
 which states an event may move a Control Record to."""
 

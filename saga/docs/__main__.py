@@ -1,0 +1,28 @@
+"""`python -m saga.docs` (or `make docs`): run every scene against a fresh `saga local` and rewrite the
+marked blocks of the README and docs/ with what it printed. `--check` rewrites nothing and exits 1 when
+a committed block differs from this run beyond ids, times and durations."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from saga.docs import render
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m saga.docs", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="compare with the committed blocks; write nothing")
+    args = parser.parse_args()
+    rendered = render.transcripts()
+    if args.check:
+        found = render.differences(rendered)
+        print("\n\n".join(found) or "every transcript matches a fresh run", file=sys.stderr if found else sys.stdout)
+        return 1 if found else 0
+    render.write(rendered)
+    print("rewrote the transcripts of " + ", ".join(rendered))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
