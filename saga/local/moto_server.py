@@ -24,7 +24,7 @@ import urllib3
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from saga.local import moto_deployment, moto_queries, moto_transactions
+from saga.local import moto_deployment, moto_metrics, moto_queries, moto_transactions
 from saga.local.aws_faults import CONTROL_PATH, AwsFaultInjector, FaultRule
 
 
@@ -56,6 +56,7 @@ class MotoServer:
         moto_transactions.install()
         moto_queries.install()
         moto_deployment.install()
+        moto_metrics.install()
         self._host = host
         moto = moto_deployment.AccountSettings(DomainDispatcherApplication(create_backend_app))
         self.faults = AwsFaultInjector(_Serialized(moto), faults, fault_seed)
