@@ -21,7 +21,8 @@ EXIT_CODES = f"""exit codes (every command; --json prints exactly one JSON docum
      failures not yet republished, unreadable outbox items), journey show: the record disagrees,
      audit: journeys out of sync
   2  the system could not be read: nothing answered ("cannot reach the system": start it, or check
-     the URLs / --stack), or something answered as the system would not (the problem says what)
+     the URLs / --stack), or something answered as the system would not (the problem says what);
+     also a command line that is wrong
   3  a journey named (journey show ID, audit --journey ID) is known to neither the orchestrator nor
      loans-api
   {EXIT_BUG} a bug in saga itself (its traceback is on stderr)
@@ -220,9 +221,10 @@ def _audit(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import journeys
 
     if args.rebuild and not args.repair:
-        print(
-            "saga audit: --rebuild needs --repair (a rebuild is a repair the applier would not make)", file=sys.stderr
-        )
+        why = "--rebuild needs --repair (a rebuild is a repair the applier would not make)"
+        print(f"saga audit: {why}", file=sys.stderr)
+        if args.json:
+            _emit({**_problem("audit", "usage", why), "status": 400}, True, "")
         return 2
     report = journeys.audit(target, args.grace, args.repair, args.journey, args.since, rebuild=args.rebuild)
     _emit(report, args.json, journeys.audit_text(report))

@@ -140,11 +140,16 @@ def test_every_command_with_json_prints_one_json_document_and_unreachable_exits_
         ("journey", "show", "no-such-journey"),
         ("audit",),
         ("audit", "--since", "600"),
+        ("audit", "--journey", "no-such-journey"),
+        ("audit", "--rebuild"),
+        ("relay-failures", "clear"),
         ("demo",),
+        ("openapi",),
+        ("openapi", "--api", "loans-api", "--format", "bedrock"),
     ]
     for command in commands:
         answer = road2_off.saga(*command, "--json")
-        assert answer.code in (0, 1, 3), (command, answer.stderr)
+        assert answer.code in (0, 1, 2, 3), (command, answer.stderr)
         assert isinstance(answer.json(), dict | list), command
     assert road2_off.saga("journey", "show", "no-such-journey", "--json").code == 3
     unreachable = run_saga("status", "--json", urls=("--endpoint-url", f"http://127.0.0.1:{free_port()}"))
