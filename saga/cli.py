@@ -15,7 +15,7 @@ from saga.verify import command as verify_command
 # sysexits.h's EX_SOFTWARE: an internal error, whatever the command.
 EXIT_BUG = 70
 
-EXIT_CODES = f"""exit codes (every command; --json prints exactly one JSON document on stdout):
+EXIT_CODES = f"""exit codes (every command that reports takes --json: exactly one JSON document on stdout):
   0  all is well: status --check passed, journey show / audit: the records agree with loans-api
   1  something needs an operator: status --check failed (DLQ, outbox age, events queue age, relay
      failures not yet republished, unreadable outbox items), journey show: the record disagrees,
@@ -27,6 +27,8 @@ EXIT_CODES = f"""exit codes (every command; --json prints exactly one JSON docum
      loans-api
   {EXIT_BUG} a bug in saga itself (its traceback is on stderr)
   verify: 0 every check holds, 1 a check failed (each FAIL line says what to do), 2 the stack is unreadable
+  local: 0 stopped (Ctrl-C, SIGTERM), 1 could not start (a busy port: one line naming it and the flag
+     that moves it), 2 a wrong --aws-faults
 
 Without URLs, commands use the ones a running `saga local` recorded in .saga/local.json (or
 $SAGA_STATE_FILE), else the default local ports."""
@@ -291,6 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     servers.quiet_function_logs()
     if args.command == "verify":
         return verify_command.run_verify(args)
+    return _operate(args)
+
+
+def _operate(args: argparse.Namespace) -> int:
+    """An ops command, with every way it can fail to read the system told apart from a bug in it."""
     from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
     from botocore.exceptions import ConnectionError as AwsConnectionError
     from urllib3.exceptions import HTTPError
@@ -303,8 +310,10 @@ def main(argv: list[str] | None = None) -> int:
         return _cannot_read(
             args, "cannot reach the system", f"{type(error).__name__}: {error}; {_where_to_start(args)}"
         )
-    except (ClientError, BotoCoreError, Unreachable) as error:  # something answered, not as the system would
+    except (ClientError, Unreachable) as error:  # something answered, not as the system would
         return _cannot_read(args, "the system did not answer as it should", f"{type(error).__name__}: {error}")
+    except BotoCoreError as error:  # no credentials, no region, a profile that does not exist: asked nothing
+        return _cannot_read(args, "cannot ask the system", f"{type(error).__name__}: {error}")
     except Exception:
         # A bug in saga itself: its trace, and an exit code no script takes for a verdict on the system.
         traceback.print_exc()

@@ -3,8 +3,9 @@
 moto's backends are not transactional under concurrent requests (a TransactWriteItems checks and
 writes item by item, and rolls back by restoring a copy of the whole table), so every request is
 served under one lock, and transactions are made all-or-nothing (moto_transactions): the endpoint
-then behaves like DynamoDB's serializable transactions. In front of it, an AwsFaultInjector answers
-chosen calls with the errors real AWS gives and moto never does (aws_faults)."""
+then behaves like DynamoDB's serializable transactions. Its CloudWatch reports the SQS queues' age
+metric as AWS does (moto_metrics). In front of it, an AwsFaultInjector answers chosen calls with the
+errors real AWS gives and moto never does (aws_faults)."""
 
 from __future__ import annotations
 
