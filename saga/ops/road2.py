@@ -31,8 +31,7 @@ def status(target: Target) -> dict[str, Any]:
     outbox = DynamoOutboxStore(target.dynamodb(), target.loans_table, target.pending_shards)
     page = outbox.oldest_pending(1)
     oldest = page.oldest_occurred_at()
-    now = utc_now()
-    age = 0.0 if oldest is None else max(0.0, (now - oldest).total_seconds())
+    age = 0.0 if oldest is None else max(0.0, (utc_now() - oldest).total_seconds())
     sqs = target.sqs()
 
     def depth(url: str) -> dict[str, int]:
@@ -81,7 +80,7 @@ def oldest_message_age(target: Target, queue_url: str) -> float | None:
         Statistics=["Maximum"],
     )["Datapoints"]
     newest = max(points, key=lambda point: point["Timestamp"], default=None)
-    return None if newest is None else float(newest.get("Maximum", 0.0))
+    return None if newest is None else round(float(newest.get("Maximum", 0.0)), 3)
 
 
 def relay_failure_resolved(body: str, oldest_pending: datetime | None) -> bool:
@@ -153,7 +152,8 @@ def status_problems(
         problems.append({
             "check": "unreadable-outbox-items",
             "detail": f"{outbox['unreadable']} PENDING outbox item(s) the relay cannot read (skipped, kept)",
-            "next": "search the sweeper's logs for 'unreadable outbox item skipped'",
+            "next": "search the sweeper's logs for 'unreadable outbox item skipped' (each names its pk and sk); "
+            "the check passes once no such item is PENDING (made readable, or removed by hand)",
         })  # fmt: skip
     if queues["relayFailures"].get("open"):
         problems.append({
