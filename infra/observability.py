@@ -163,7 +163,8 @@ class Observability(Construct):
             "RelayFailuresNotEmpty",
             w.relay_failures.metric_approximate_number_of_messages_visible(period=PERIOD),
             0,
-            "Stream batches exhausted their retries; the sweeper republishes their PENDING events.",
+            "Stream batches exhausted their retries; the sweeper republishes their PENDING events. `saga status "
+            "--check` fails until it has; then `saga relay-failures clear` removes the records (and ends this alarm).",
         )
         self._alarm(
             "OutboxTooOld",

@@ -6,18 +6,29 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from typing import Any
 
 from saga import cli_servers as servers
 from saga.verify import command as verify_command
 
-EXIT_CODES = """exit codes (every command; --json prints exactly one JSON document on stdout):
+# sysexits.h's EX_SOFTWARE: an internal error, whatever the command.
+EXIT_BUG = 70
+
+EXIT_CODES = f"""exit codes (every command that reports takes --json: exactly one JSON document on stdout):
   0  all is well: status --check passed, journey show / audit: the records agree with loans-api
-  1  something needs an operator: status --check failed (DLQ, outbox age, relay failures, unreadable
-     outbox items), journey show: the record disagrees, audit: journeys out of sync
-  2  the system could not be read (unreachable, or an answer it should not give)
-  3  journey show: neither the orchestrator nor loans-api knows the journey
+  1  something needs an operator: status --check failed (DLQ, outbox age, events queue age, relay
+     failures not yet republished, unreadable outbox items), journey show: the record disagrees,
+     audit: journeys out of sync
+  2  the system could not be read: nothing answered ("cannot reach the system": start it, or check
+     the URLs / --stack), or something answered as the system would not (the problem says what);
+     also a command line that is wrong
+  3  a journey named (journey show ID, audit --journey ID) is known to neither the orchestrator nor
+     loans-api
+  {EXIT_BUG} a bug in saga itself (its traceback is on stderr)
   verify: 0 every check holds, 1 a check failed (each FAIL line says what to do), 2 the stack is unreadable
+  local: 0 stopped (Ctrl-C, SIGTERM), 1 could not start (a busy port: one line naming it and the flag
+     that moves it), 2 a wrong --aws-faults
 
 Without URLs, commands use the ones a running `saga local` recorded in .saga/local.json (or
 $SAGA_STATE_FILE), else the default local ports."""
@@ -50,9 +61,24 @@ def _parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="exit 1 when the DLQ holds messages, the oldest pending outbox event is older than "
-        "--max-outbox-age, relay failures are queued or outbox items are unreadable; says which and what next",
+        "--max-outbox-age, a message has waited in the events queue longer than --max-queue-age (a stuck "
+        "consumer), a relay failure's events are still PENDING, or outbox items are unreadable; says which "
+        "and what clears it",
     )
     status.add_argument("--max-outbox-age", type=float, default=300.0, help="seconds (default 300, as the alarm)")
+    status.add_argument(
+        "--max-queue-age",
+        type=float,
+        default=300.0,
+        help="seconds a message may wait in the events queue (default 300, as the EventsQueueTooOld alarm)",
+    )
+
+    failures = commands.add_parser("relay-failures", help="the stream batches that exhausted the relay's retries")
+    failures_commands = failures.add_subparsers(dest="failures_command", required=True)
+    clear = failures_commands.add_parser(
+        "clear", help="remove the records whose events have all been published since (keeps the others)"
+    )
+    target_options(clear)
 
     dlq = commands.add_parser("dlq", help="inspect or redrive the events DLQ")
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)
@@ -146,7 +172,7 @@ def _status(args: argparse.Namespace, target: Any) -> int:
 
     report = road2.status(target)
     if args.check:
-        report["problems"] = road2.status_problems(report, args.max_outbox_age)
+        report["problems"] = road2.status_problems(report, args.max_outbox_age, args.max_queue_age)
     _emit(report, args.json, road2.status_table(report))
     return 1 if report.get("problems") else 0
 
@@ -156,18 +182,30 @@ def _dlq(args: argparse.Namespace, target: Any) -> int:
 
     if args.dlq_command == "list":
         entries = road2.dlq_list(target)
-        lines = [
+        lines = [f"{len(entries)} message(s) in the DLQ; receives= counts this listing's own receive of each (+1)"]
+        lines += [
             f"{e['messageId']}  receives={e['receiveCount']}  {e['type'] or '-'}"
             f"  journey={e['journeyId'] or '-'}  event={e['eventId'] or '-'}  why: {e['reason']}"
             for e in entries
         ]
-        _emit(entries, args.json, "\n".join(lines) or "the DLQ is empty")
+        _emit(entries, args.json, "\n".join(lines) if entries else "the DLQ is empty")
         return 0
     moved = road2.dlq_redrive(target, args.dry_run, args.max)
     verb = "would move" if args.dry_run else "moved"
     lines = [f"{verb} {len(moved)} message(s) to the events queue"]
     lines += [f"  {entry['messageId']}  {entry['body']}" for entry in moved]
     _emit({"dryRun": args.dry_run, "moved": moved}, args.json, "\n".join(lines))
+    return 0
+
+
+def _relay_failures(args: argparse.Namespace, target: Any) -> int:
+    from saga.ops import road2
+
+    result = road2.relay_failures_clear(target)
+    human = f"cleared {result['cleared']} relay failure record(s) whose events were all published since"
+    if result["kept"]:
+        human += f"; kept {result['kept']} whose events (or later ones) are still PENDING"
+    _emit(result, args.json, human)
     return 0
 
 
@@ -185,12 +223,15 @@ def _audit(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import journeys
 
     if args.rebuild and not args.repair:
-        print(
-            "saga audit: --rebuild needs --repair (a rebuild is a repair the applier would not make)", file=sys.stderr
-        )
+        why = "--rebuild needs --repair (a rebuild is a repair the applier would not make)"
+        print(f"saga audit: {why}", file=sys.stderr)
+        if args.json:
+            _emit({**_problem("audit", "usage", why), "status": 400}, True, "")
         return 2
     report = journeys.audit(target, args.grace, args.repair, args.journey, args.since, rebuild=args.rebuild)
     _emit(report, args.json, journeys.audit_text(report))
+    if report["unknown"]:
+        return 3
     return 0 if report["agree"] and not report["unreadable"] else 1
 
 
@@ -219,11 +260,30 @@ def _openapi(args: argparse.Namespace, target: Any) -> int:
 _OPERATIONS = {
     "status": _status,
     "dlq": _dlq,
+    "relay-failures": _relay_failures,
     "journey": _journey,
     "audit": _audit,
     "demo": _demo,
     "openapi": _openapi,
 }
+
+
+def _where_to_start(args: argparse.Namespace) -> str:
+    """What to check or start when the system cannot be reached."""
+    if getattr(args, "stack", None):
+        return f"check the stack's name (--stack {args.stack}), --region and your AWS credentials"
+    return (
+        "is it running? start it with `make run` (or `saga local`) in this folder, or point "
+        "--endpoint-url/--api-url/--loans-api-url (or --stack) at a running system"
+    )
+
+
+def _cannot_read(args: argparse.Namespace, title: str, detail: str) -> int:
+    """Exit 2: one line on stderr, and with --json the problem document on stdout."""
+    print(f"saga {args.command}: {title}: {detail}", file=sys.stderr)
+    if getattr(args, "json", False):
+        _emit(_problem(args.command, title, detail), True, "")
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,19 +293,34 @@ def main(argv: list[str] | None = None) -> int:
     servers.quiet_function_logs()
     if args.command == "verify":
         return verify_command.run_verify(args)
-    from botocore.exceptions import BotoCoreError, ClientError
+    return _operate(args)
+
+
+def _operate(args: argparse.Namespace) -> int:
+    """An ops command, with every way it can fail to read the system told apart from a bug in it."""
+    from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as AwsConnectionError
     from urllib3.exceptions import HTTPError
 
     from saga.ops.target import Unreachable
 
     try:
         return _OPERATIONS[args.command](args, _target(args))
-    except (BotoCoreError, ClientError, HTTPError, KeyError, Unreachable) as error:
-        detail = f"{type(error).__name__}: {error}"
-        print(f"saga {args.command}: cannot reach the system: {detail}", file=sys.stderr)
-        if getattr(args, "json", False):
-            _emit(_problem(args.command, "cannot reach the system", detail), True, "")
-        return 2
+    except (AwsConnectionError, HTTPClientError, HTTPError) as error:  # nothing answered: only this is unreachable
+        return _cannot_read(
+            args, "cannot reach the system", f"{type(error).__name__}: {error}; {_where_to_start(args)}"
+        )
+    except (ClientError, Unreachable) as error:  # something answered, not as the system would
+        return _cannot_read(args, "the system did not answer as it should", f"{type(error).__name__}: {error}")
+    except BotoCoreError as error:  # no credentials, no region, a profile that does not exist: asked nothing
+        return _cannot_read(args, "cannot ask the system", f"{type(error).__name__}: {error}")
+    except Exception:
+        # A bug in saga itself: its trace, and an exit code no script takes for a verdict on the system.
+        traceback.print_exc()
+        print(
+            f"saga {args.command}: this is a bug in saga (exit {EXIT_BUG}), not a state of the system", file=sys.stderr
+        )
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

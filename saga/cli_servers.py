@@ -42,6 +42,14 @@ def default_region() -> str:
     return os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
 
 
+# Each part of `saga local` that listens: what to call it, and the flag that moves it.
+_PORT_FLAGS = {
+    "orchestrator": ("the orchestrator API", "--port"),
+    "loans-api": ("loans-api", "--loans-port"),
+    "aws": ("the AWS endpoint", "--aws-port"),
+}
+
+
 def add_local(commands: Any) -> None:
     """`saga local` and its flags."""
     local = commands.add_parser("local", help="run the whole system on this machine (Ctrl-C stops it)")
@@ -178,13 +186,24 @@ def run_local(args: argparse.Namespace) -> int:
         print(f"ready in {time.monotonic() - started:.1f}s; Ctrl-C stops", flush=True)
         _wait_for(stop)
     except OSError as error:
-        print(f"saga local: cannot start: {error}", file=sys.stderr)
+        print(f"saga local: {_why_not_started(error)}", file=sys.stderr)
         return 1
     finally:
         local_state.remove(state_file)
         runtime.stop()
     print("stopped", flush=True)
     return 0
+
+
+def _why_not_started(error: OSError) -> str:
+    """One line: a busy port named with the flag that moves it, else the error."""
+    from saga.local.runtime import PortInUse
+
+    if not isinstance(error, PortInUse):
+        return f"cannot start: {error}"
+    part, flag = _PORT_FLAGS[error.part]
+    busy = f"port {error.port} ({part}) is in use on {error.host}"
+    return f"{busy}: stop what listens there, or choose another with {flag} N"
 
 
 def run_proxy(args: argparse.Namespace) -> int:
@@ -207,7 +226,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from saga import local_state, mcp_server
-    from saga.ops.target import LOCAL_API_URL, stack_target
+    from saga.ops.target import LOCAL_API_URL, Unreachable, stack_target
     from saga.orchestrator_api import UnreadableDocument
 
     quiet_function_logs()
@@ -218,7 +237,7 @@ def run_mcp(args: argparse.Namespace) -> int:
         else:
             api_url, signed = args.api_url or local_state.read().get("orchestrator") or LOCAL_API_URL, False
         tools = mcp_server.build(api_url, args.region, signed, args.wait)
-    except (UnreadableDocument, BotoCoreError, ClientError, KeyError) as error:
+    except (UnreadableDocument, BotoCoreError, ClientError, Unreachable) as error:  # a bug keeps its trace
         print(f"saga mcp: cannot read the orchestrator's API: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
     server = mcp_server.create_server(tools)

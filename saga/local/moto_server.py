@@ -3,8 +3,9 @@
 moto's backends are not transactional under concurrent requests (a TransactWriteItems checks and
 writes item by item, and rolls back by restoring a copy of the whole table), so every request is
 served under one lock, and transactions are made all-or-nothing (moto_transactions): the endpoint
-then behaves like DynamoDB's serializable transactions. In front of it, an AwsFaultInjector answers
-chosen calls with the errors real AWS gives and moto never does (aws_faults)."""
+then behaves like DynamoDB's serializable transactions. Its CloudWatch reports the SQS queues' age
+metric as AWS does (moto_metrics). In front of it, an AwsFaultInjector answers chosen calls with the
+errors real AWS gives and moto never does (aws_faults)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import contextlib
 import json
 import multiprocessing
 import signal
+import socket
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -23,7 +25,7 @@ import urllib3
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from saga.local import moto_deployment, moto_queries, moto_transactions
+from saga.local import moto_deployment, moto_metrics, moto_queries, moto_transactions
 from saga.local.aws_faults import CONTROL_PATH, AwsFaultInjector, FaultRule
 
 
@@ -55,16 +57,21 @@ class MotoServer:
         moto_transactions.install()
         moto_queries.install()
         moto_deployment.install()
+        moto_metrics.install()
         self._host = host
         moto = moto_deployment.AccountSettings(DomainDispatcherApplication(create_backend_app))
         self.faults = AwsFaultInjector(_Serialized(moto), faults, fault_seed)
         app = self.faults
-        self._server: BaseWSGIServer = make_server(host, port, app, threaded=True, request_handler=_QuietHandler)
+        # Bound here, not by werkzeug: on a busy port werkzeug prints its own lines and exits; this raises.
+        self._socket = socket.create_server((host, port))
+        self._server: BaseWSGIServer = make_server(
+            host, port, app, threaded=True, request_handler=_QuietHandler, fd=self._socket.fileno()
+        )
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
 
     @property
     def port(self) -> int:
-        return self._server.server_port
+        return int(self._socket.getsockname()[1])
 
     @property
     def url(self) -> str:
@@ -81,6 +88,7 @@ class MotoServer:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        self._socket.close()
         self._thread.join(timeout=5)
 
 
@@ -140,13 +148,12 @@ class MotoProcess:
             if not self._pipe.poll(timeout):
                 raise RuntimeError(f"the moto endpoint did not start within {timeout} s")
             answer = self._pipe.recv()
-        except EOFError:  # the child died before it could serve (e.g. the port is taken)
+        except EOFError:  # the child died before it could serve
             answer = None
         if not isinstance(answer, int):
             self.stop()
-            raise RuntimeError(
-                f"the moto endpoint could not serve on {self._host}:{self._port}: {answer or 'it exited'}"
-            )
+            code, why = answer if isinstance(answer, tuple) else (None, "it exited")
+            raise OSError(code, f"the moto endpoint could not serve on {self._host}:{self._port}: {why}")
         self._port = answer
         return self
 
@@ -168,8 +175,8 @@ def _serve(host: str, port: int, seed: int | None, parent: Connection) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         server = MotoServer(host, port, fault_seed=seed).start()
-    except (OSError, SystemExit) as error:  # werkzeug exits on a bind error (a port in use): say so
-        parent.send(str(error) if isinstance(error, OSError) else "cannot bind the address (is the port in use?)")
+    except OSError as error:  # e.g. the port is in use: the parent raises it, errno and all
+        parent.send((error.errno, error.strerror or str(error)))
         return
     parent.send(server.port)
     with contextlib.suppress(EOFError, OSError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -70,7 +71,7 @@ class StreamPoller:
             records = [{**r, "eventSourceARN": self._arn} for r in page.get("Records", [])]
             if records:
                 read += len(records)
-                self._deliver(records)
+                self._deliver(records, shard_id)
         return read
 
     def _discover_shards(self) -> None:
@@ -81,7 +82,7 @@ class StreamPoller:
                     StreamArn=self._arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
                 )["ShardIterator"]
 
-    def _deliver(self, records: list[dict[str, Any]]) -> None:
+    def _deliver(self, records: list[dict[str, Any]], shard_id: str) -> None:
         batches = [records]
         retries = 0
         while batches:
@@ -91,7 +92,7 @@ class StreamPoller:
                 continue
             retries += 1
             if retries > self._max_retries:
-                self._send_to_on_failure(batch, errored)
+                self._send_to_on_failure(batch, errored, shard_id)
                 retries = 0
                 continue
             if errored and self._bisect and len(batch) > 1:
@@ -104,21 +105,36 @@ class StreamPoller:
                 start = next(i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] == first)
                 batches.insert(0, batch[start:])
 
-    def _send_to_on_failure(self, batch: list[dict[str, Any]], errored: bool) -> None:
+    def _send_to_on_failure(self, batch: list[dict[str, Any]], errored: bool, shard_id: str) -> None:
+        """The invocation record Lambda sends the on-failure destination: where the batch is in the stream
+        and when its records arrived, not the records (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html)."""
         sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in batch]
         logger.error("stream batch exhausted its retries", extra={"sequence_numbers": sequence_numbers})
         if self._on_failure is not None:
+            arrivals = [_arrival(r) for r in (batch[0], batch[-1])]
             self._on_failure(
                 {
                     "requestContext": {"condition": "RetryAttemptsExhausted", "functionError": errored},
+                    "version": "1.0",
+                    "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                     "DDBStreamBatchInfo": {
-                        "streamArn": self._arn,
+                        "shardId": shard_id,
                         "startSequenceNumber": sequence_numbers[0],
                         "endSequenceNumber": sequence_numbers[-1],
+                        "approximateArrivalOfFirstRecord": arrivals[0],
+                        "approximateArrivalOfLastRecord": arrivals[1],
                         "batchSize": len(batch),
+                        "streamArn": self._arn,
                     },
                 }
             )
+
+
+def _arrival(record: dict[str, Any]) -> str:
+    """When a stream record arrived, to the second, as Lambda's on-failure record gives it."""
+    created = record["dynamodb"].get("ApproximateCreationDateTime")
+    when = created if isinstance(created, datetime) else datetime.fromtimestamp(float(created or 0), UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class SqsPoller:

@@ -9,13 +9,14 @@ server, container pool and poller stands for which deployed resource, in the ord
 
 from __future__ import annotations
 
+import errno
 import json
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 
@@ -29,7 +30,7 @@ from functions.relay.publisher import EventPublisher
 from functions.relay.settings import RelaySettings
 from saga.local.apigw import proxy_event
 from saga.local.aws_faults import FaultRule
-from saga.local.containers import ContainerPool
+from saga.local.containers import ContainerPool, forget_metrics
 from saga.local.http_server import ApiServer
 from saga.local.moto_server import AwsFaultsClient, MotoProcess
 from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
@@ -43,6 +44,25 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 logger = Logger(service="saga-local", child=True)
+T = TypeVar("T")
+
+
+class PortInUse(OSError):
+    """A part of the runtime ("orchestrator", "loans-api", "aws") cannot listen: its port is taken."""
+
+    def __init__(self, part: str, host: str, port: int) -> None:
+        super().__init__(errno.EADDRINUSE, f"{host}:{port} is in use")
+        self.part, self.host, self.port = part, host, port
+
+
+def _listening(part: str, host: str, port: int, start: Callable[[], T]) -> T:
+    """`start()`, with a busy port reported as PortInUse for `part`."""
+    try:
+        return start()
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise PortInUse(part, host, port) from error
+        raise
 
 
 @dataclass(frozen=True)
@@ -89,6 +109,7 @@ def scheduled_event(region: str) -> dict[str, Any]:
 def _flush(metrics: Metrics) -> None:
     if metrics.metric_set:
         metrics.flush_metrics()
+    forget_metrics()  # off (locally), the flush keeps them: see forget_metrics
 
 
 def _with_metrics_flushed(handler: Handler, metrics: Metrics) -> Handler:
@@ -126,7 +147,8 @@ class LocalRuntime:
 
     def _start(self) -> LocalRuntime:
         c = self.config
-        self._moto = MotoProcess(c.host, c.aws_port, fault_seed=c.aws_fault_seed).start()
+        self._moto = MotoProcess(c.host, c.aws_port, fault_seed=c.aws_fault_seed)
+        _listening("aws", c.host, c.aws_port, self._moto.start)
         resources = self.resources = provision(self._moto.url, c.region)
         endpoint = resources.endpoint_url
         self._probe = aws.client(
@@ -145,7 +167,9 @@ class LocalRuntime:
             function_timeout=LOANS_FUNCTION_TIMEOUT_SECONDS,
         )
         self._pools.append(loans)
-        loans_server = ApiServer("loans-api", loans, c.host, c.loans_port, health=self.health).start()
+        loans_server = _listening(
+            "loans-api", c.host, c.loans_port, lambda: ApiServer("loans-api", loans, c.host, c.loans_port, self.health)
+        ).start()
         self._servers.append(loans_server)
         orchestrator_settings = OrchestratorSettings(
             region=c.region,
@@ -161,7 +185,10 @@ class LocalRuntime:
             function_timeout=FUNCTION_TIMEOUT_SECONDS,  # each request gets the deployed budget
         )
         self._pools.append(orchestrator)
-        self._servers.insert(0, ApiServer("orchestrator", orchestrator, c.host, c.port, health=self.health).start())
+        orchestrator_server = _listening(
+            "orchestrator", c.host, c.port, lambda: ApiServer("orchestrator", orchestrator, c.host, c.port, self.health)
+        )
+        self._servers.insert(0, orchestrator_server.start())
         health = proxy_event("GET", "/health", {}, None)
         warming = [threading.Thread(target=pool.warm, args=(health,)) for pool in self._pools]
         for thread in warming:

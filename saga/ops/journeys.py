@@ -13,11 +13,13 @@ from functions.auditor.settings import AuditorSettings
 from saga.ops.target import Http, Target, Unreachable
 from shared import event_ids
 from shared.clock import utc_now
+from shared.control_store import DynamoControlRecordStore
 from shared.dynamo import from_item, to_item
 from shared.outbox import EVENT_PREFIX, journey_pk
 
 # `saga audit --since` reads at most this many changes (the scheduled audit pages through more).
 AUDIT_SINCE_LIMIT = 100_000
+UNKNOWN = "neither the orchestrator nor loans-api knows this journey"
 
 
 def journey_show(target: Target, journey_id: str) -> dict[str, Any]:
@@ -31,12 +33,15 @@ def journey_show(target: Target, journey_id: str) -> dict[str, Any]:
             raise Unreachable(f"{side} answered {status_code} for journey {journey_id}: {str(body)[:300]}")
     record = record if record_status == 200 else None
     truth = truth if truth_status == 200 else None
+    found = record is not None or truth is not None
+    # An unknown journey agrees with nothing: a script reading `agree` alone must not take it for in sync.
+    verdict = compare(record, truth) if found else {"agree": False, "differences": [UNKNOWN]}
     return {
         "journeyId": journey_id,
-        "found": record is not None or truth is not None,
+        "found": found,
         "controlRecord": record,
         "loansApi": truth,
-        **compare(record, truth),
+        **verdict,
         "history": journey_history(target, journey_id, record),
     }
 
@@ -85,7 +90,7 @@ def journey_text(result: dict[str, Any]) -> str:
     """`saga journey show` for a human: where the journey stands and how it got there."""
     record, truth = result["controlRecord"], result["loansApi"]
     if not result["found"]:
-        return f"journey {result['journeyId']}: unknown (neither the orchestrator nor loans-api knows it)"
+        return f"journey {result['journeyId']}: unknown ({UNKNOWN})"
     lines = [f"journey {result['journeyId']}"]
     if record:
         lines.append(
@@ -178,7 +183,24 @@ def audit(
         "scope": scope,
         "graceSeconds": grace_seconds,
         **auditor.audit(candidates, repair=repair, rebuild=rebuild).to_json(),
+        # named journeys neither side knows (a typo, another stack): `saga audit` exits 3 on them
+        "unknown": [journey_id for journey_id in journey_ids or [] if not _known(target, journey_id)],
     }
+
+
+def _known(target: Target, journey_id: str) -> bool:
+    """Does the orchestrator (a Control Record) or loans-api (any item of the journey) know it?"""
+    dynamodb = target.dynamodb()
+    if DynamoControlRecordStore(dynamodb, target.journeys_table).get(journey_id) is not None:
+        return True
+    items = dynamodb.query(
+        TableName=target.loans_table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues=to_item({":pk": journey_pk(journey_id)}),
+        Limit=1,
+        ConsistentRead=True,
+    )
+    return bool(items.get("Items"))
 
 
 def audit_text(report: dict[str, Any]) -> str:
@@ -205,6 +227,8 @@ def audit_text(report: dict[str, Any]) -> str:
         lines.append(f"within the grace period (the roads may still bring them): {', '.join(report['withinGrace'])}")
     if report["unreadable"]:
         lines.append(f"unreadable ledgers: {', '.join(report['unreadable'])}")
+    if report["unknown"]:
+        lines.append(f"unknown ({UNKNOWN}): {', '.join(report['unknown'])}")
     verdict = "no journey out of sync past the grace period"
     lines.append(verdict if report["agree"] else f"{len(report['outOfSync'])} journey(s) out of sync")
     return "\n".join(lines)

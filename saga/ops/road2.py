@@ -4,6 +4,7 @@ why, and sending it back (`saga dlq`)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from functions.consumer.service import EventRejected, Ledger, confirmed
@@ -19,8 +20,14 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 
+# A relay failure's batch arrived on the stream at most this long after its events' occurredAt (set before
+# loans-api's transaction commits; AWS gives the arrival to the second): margin for both, and clock skew.
+ARRIVAL_MARGIN = timedelta(seconds=2)
+
+
 def status(target: Target) -> dict[str, Any]:
-    """The outbox (pending, oldest pending age, unreadable items) and the queues' depths."""
+    """The outbox (pending, oldest pending age, unreadable items), the queues' depths, the age of the
+    events queue's oldest message, and the relay failures still open (their events not yet republished)."""
     outbox = DynamoOutboxStore(target.dynamodb(), target.loans_table, target.pending_shards)
     page = outbox.oldest_pending(1)
     oldest = page.oldest_occurred_at()
@@ -36,6 +43,10 @@ def status(target: Target) -> dict[str, Any]:
             "inFlight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
         }
 
+    events = depth(target.events_queue_url)
+    failures = depth(target.relay_failures_url)
+    records = peek(target, target.relay_failures_url, 100) if failures["visible"] + failures["inFlight"] else []
+    still_open = sum(1 for record in records if not relay_failure_resolved(record["Body"], oldest))
     return {
         "outbox": {
             "pending": outbox.count_pending(),
@@ -43,82 +54,202 @@ def status(target: Target) -> dict[str, Any]:
             "unreadable": len(page.unreadable),
         },
         "queues": {
-            "events": depth(target.events_queue_url),
+            "events": {**events, "oldestMessageAgeSeconds": oldest_message_age(target, target.events_queue_url)},
             "eventsDlq": {"visible": depth(target.events_dlq_url)["visible"]},
-            "relayFailures": {"visible": depth(target.relay_failures_url)["visible"]},
+            "relayFailures": {
+                "visible": failures["visible"],
+                "open": still_open,
+                "resolved": len(records) - still_open,
+            },
         },
     }
 
 
-def status_problems(report: dict[str, Any], max_outbox_age_seconds: float) -> list[dict[str, str]]:
-    """What `saga status --check` fails on, each with the next command to run."""
+def oldest_message_age(target: Target, queue_url: str) -> float | None:
+    """The queue's ApproximateAgeOfOldestMessage, its newest datapoint of the last 5 minutes (the metric
+    the EventsQueueTooOld alarm watches; SQS's attributes have no age, and a receive to look would count
+    towards the queue's maxReceiveCount). None: no datapoint (an empty queue, or one SQS calls inactive)."""
+    now = utc_now()
+    points = target.cloudwatch().get_metric_statistics(
+        Namespace="AWS/SQS",
+        MetricName="ApproximateAgeOfOldestMessage",
+        Dimensions=[{"Name": "QueueName", "Value": queue_url.rstrip("/").rsplit("/", 1)[-1]}],
+        StartTime=now - timedelta(minutes=5),
+        EndTime=now + timedelta(minutes=1),
+        Period=60,
+        Statistics=["Maximum"],
+    )["Datapoints"]
+    newest = max(points, key=lambda point: point["Timestamp"], default=None)
+    return None if newest is None else round(float(newest.get("Maximum", 0.0)), 3)
+
+
+def relay_failure_resolved(body: str, oldest_pending: datetime | None) -> bool:
+    """Is a relay failure (the stream source's on-failure record of a batch that exhausted its retries) over:
+    every event of its batch published since (by the sweeper)? Yes when nothing is PENDING, or when the
+    oldest PENDING event is younger than the batch's last record (the record names the batch's stream
+    positions and arrival times, not its events: https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html)."""
+    if oldest_pending is None:
+        return True
+    try:
+        arrived = json.loads(body)["DDBStreamBatchInfo"]["approximateArrivalOfLastRecord"]
+        last = datetime.fromisoformat(arrived.replace("Z", "+00:00"))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False  # unreadable: over only once nothing is pending
+    return oldest_pending > last + ARRIVAL_MARGIN
+
+
+def relay_failures_clear(target: Target) -> dict[str, int]:
+    """Delete the relay-failure records that are over (`relay_failure_resolved`); keep the others."""
+    outbox = DynamoOutboxStore(target.dynamodb(), target.loans_table, target.pending_shards)
+    oldest_pending = outbox.oldest_pending(1).oldest_occurred_at()
+    sqs = target.sqs()
+    records: list[MessageTypeDef] = []
+    kept: list[MessageTypeDef] = []
+    try:
+        records = _receive_each_once(target, target.relay_failures_url, 1000)
+        for record in records:
+            if relay_failure_resolved(record["Body"], oldest_pending):
+                sqs.delete_message(QueueUrl=target.relay_failures_url, ReceiptHandle=record["ReceiptHandle"])
+            else:
+                kept.append(record)
+    finally:
+        _show_again(target, target.relay_failures_url, kept)
+    return {"cleared": len(records) - len(kept), "kept": len(kept)}
+
+
+def status_problems(
+    report: dict[str, Any], max_outbox_age_seconds: float, max_queue_age_seconds: float
+) -> list[dict[str, str]]:
+    """What `saga status --check` fails on, each with what clears it."""
     outbox, queues = report["outbox"], report["queues"]
     problems = []
     if queues["eventsDlq"]["visible"]:
         problems.append({
             "check": "dlq",
             "detail": f"{queues['eventsDlq']['visible']} message(s) in the events DLQ: events road 2 could not apply",
-            "next": "saga dlq list   (then fix the cause and `saga dlq redrive`)",
+            "next": "saga dlq list   (then fix the cause and `saga dlq redrive`; the check passes once it is empty)",
         })  # fmt: skip
     if outbox["oldestPendingAgeSeconds"] > max_outbox_age_seconds:
         problems.append({
             "check": "outbox-age",
             "detail": f"the oldest PENDING outbox event is {outbox['oldestPendingAgeSeconds']:.0f} s old "
             f"(threshold {max_outbox_age_seconds:.0f} s): the relay and the sweeper are not publishing it",
-            "next": "check the relay's and the sweeper's logs; `saga audit` lists the journeys it leaves behind",
+            "next": "check the relay's and the sweeper's logs; `saga audit` lists the journeys it leaves behind "
+            "(the check passes once they publish it)",
+        })  # fmt: skip
+    queue_age = queues["events"].get("oldestMessageAgeSeconds")
+    if queue_age is not None and queue_age > max_queue_age_seconds:
+        problems.append({
+            "check": "events-queue-age",
+            "detail": f"a message has waited {queue_age:.0f} s in the events queue (threshold "
+            f"{max_queue_age_seconds:.0f} s; {queues['events']['visible']} visible, {queues['events']['inFlight']} "
+            "in flight): the consumer is not draining it",
+            "next": "check that the consumer runs (deployed: its SQS event source mapping is Enabled, its logs; "
+            "locally: `saga local` without --disable consumer); the check passes once the queue drains "
+            "(a message it cannot apply moves to the DLQ after 3 receives)",
         })  # fmt: skip
     if outbox.get("unreadable"):
         problems.append({
             "check": "unreadable-outbox-items",
             "detail": f"{outbox['unreadable']} PENDING outbox item(s) the relay cannot read (skipped, kept)",
-            "next": "search the sweeper's logs for 'unreadable outbox item skipped'",
+            "next": "search the sweeper's logs for 'unreadable outbox item skipped' (each names its pk and sk); "
+            "the check passes once no such item is PENDING (made readable, or removed by hand)",
         })  # fmt: skip
-    if queues["relayFailures"]["visible"]:
+    if queues["relayFailures"].get("open"):
         problems.append({
             "check": "relay-failures",
-            "detail": f"{queues['relayFailures']['visible']} stream batch(es) exhausted the relay's retries",
-            "next": "saga status   (the sweeper republishes their PENDING events; read the relay's logs for why)",
+            "detail": f"{queues['relayFailures']['open']} stream batch(es) exhausted the relay's retries, and "
+            "events at or before them are still PENDING",
+            "next": "nothing, if the sweeper runs: it republishes PENDING events past its threshold, and this "
+            "check passes once it has; if the outbox age keeps growing, read the relay's and the sweeper's "
+            "logs. Then `saga relay-failures clear` removes the records (and ends the RelayFailuresNotEmpty alarm)",
         })  # fmt: skip
     return problems
 
 
 def status_table(report: dict[str, Any]) -> str:
-    """`saga status` for a human: the figures, then (with --check) what failed and what to run next."""
+    """`saga status` for a human: the figures, then (with --check) what failed and what clears it."""
     outbox, queues = report["outbox"], report["queues"]
+    queue_age = queues["events"].get("oldestMessageAgeSeconds")
+    failures = queues["relayFailures"]
     rows = [
         ("outbox pending", str(outbox["pending"])),
         ("oldest pending age (s)", f"{outbox['oldestPendingAgeSeconds']:.1f}"),
         ("unreadable outbox items", str(outbox.get("unreadable", 0))),
         ("events queue visible / in flight", f"{queues['events']['visible']} / {queues['events']['inFlight']}"),
+        ("events queue oldest message (s)", "-" if queue_age is None else f"{queue_age:.1f}"),
         ("events DLQ", str(queues["eventsDlq"]["visible"])),
-        ("relay failures", str(queues["relayFailures"]["visible"])),
+        ("relay failures open / over", f"{failures.get('open', 0)} / {failures.get('resolved', 0)}"),
     ]
     width = max(len(name) for name, _ in rows)
     lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
     if "problems" in report:
         lines.append("")
         lines += [f"FAIL {p['check']}: {p['detail']}\n     next: {p['next']}" for p in report["problems"]]
-        lines += [] if report["problems"] else ["ok: nothing in the DLQ or relay failures, the outbox is moving"]
+        if not report["problems"]:
+            lines.append(
+                "ok: the DLQ is empty, no relay failure is open, no outbox event or events-queue message has "
+                "waited past its threshold"
+            )
+        if failures.get("resolved"):
+            lines.append(
+                f"note: {failures['resolved']} relay failure record(s) whose events have all been published since: "
+                "`saga relay-failures clear` removes them"
+            )
     return "\n".join(lines)
 
 
-def _peek(target: Target, limit: int) -> list[MessageTypeDef]:
-    """Messages in the DLQ, without consuming them (they become visible again at once)."""
+# How long a listing hides each message it has received, so that its next receive returns the next
+# ones: every message is received once per listing, then made visible again at once.
+PEEK_HIDE_SECONDS = 30
+
+
+def peek(target: Target, queue_url: str, limit: int) -> list[MessageTypeDef]:
+    """Up to `limit` messages of a queue, none consumed, each received exactly once: SQS has no peek,
+    so each receive hides what it returned (the next returns others) and all are made visible again at
+    the end. A message's ApproximateReceiveCount rises by 1 per listing, not by one per receive."""
+    hidden: list[MessageTypeDef] = []
+    try:
+        hidden = _receive_each_once(target, queue_url, limit)
+    finally:
+        _show_again(target, queue_url, hidden)
+    return hidden
+
+
+def _receive_each_once(target: Target, queue_url: str, limit: int) -> list[MessageTypeDef]:
+    """Receive up to `limit` messages, each once, hiding them for PEEK_HIDE_SECONDS."""
     sqs = target.sqs()
     seen: dict[str, MessageTypeDef] = {}
-    for _ in range(max(3, limit // 10 + 3)):
+    while len(seen) < limit:
         batch = sqs.receive_message(
-            QueueUrl=target.events_dlq_url,
-            MaxNumberOfMessages=10,
-            VisibilityTimeout=0,
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=min(10, limit - len(seen)),
+            VisibilityTimeout=PEEK_HIDE_SECONDS,
+            # A deployed queue answers short polls from a sample of its servers (an empty answer may not mean
+            # empty); the local endpoint serves one call at a time, so a long poll there would hold up the rest.
+            WaitTimeSeconds=0 if target.endpoint_url else 1,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
         new = [m for m in batch if m["MessageId"] not in seen]
         seen.update({m["MessageId"]: m for m in new})
-        if not batch or len(seen) >= limit:
+        if not new:
             break
-    return list(seen.values())[:limit]
+    return list(seen.values())
+
+
+def _show_again(target: Target, queue_url: str, messages: list[MessageTypeDef]) -> None:
+    """Make received messages visible again at once (their receive counts stay as they are)."""
+    sqs = target.sqs()
+    handles = [m["ReceiptHandle"] for m in messages]
+    for start in range(0, len(handles), 10):
+        sqs.change_message_visibility_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": 0}
+                for i, handle in enumerate(handles[start : start + 10])
+            ],
+        )
 
 
 class _TableLedger:
@@ -174,16 +305,19 @@ def _loose_fields(body: str) -> dict[str, Any]:
 
 
 def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
-    """Up to `limit` DLQ messages, each with why it failed (`diagnose`); none is consumed."""
+    """Up to `limit` DLQ messages, each with why it failed (`diagnose`); none is consumed. Each
+    receiveCount includes this listing's own receive of the message (`peek`)."""
     journeys = DynamoControlRecordStore(target.dynamodb(), target.journeys_table)
     ledger = _TableLedger(DynamoLoanStore(target.dynamodb(), target.loans_table))
     return [
         {
             "messageId": m["MessageId"],
             "receiveCount": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
+            # this listing received it once too: the count as the consumer left it
+            "receiveCountBeforeListing": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)) - 1,
             **diagnose(m["Body"], journeys, ledger),
         }
-        for m in _peek(target, limit)
+        for m in peek(target, target.events_dlq_url, limit)
     ]
 
 

@@ -14,6 +14,7 @@ from shared import aws, tables
 from shared.loans_client import SigV4Signer
 
 if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
@@ -51,6 +52,10 @@ class Target:
         """An SQS client there, with short timeouts (an operator is waiting)."""
         return aws.client("sqs", self.region, self.endpoint_url, OPS_BUDGET)
 
+    def cloudwatch(self) -> CloudWatchClient:
+        """A CloudWatch client there (the queues' ages are its AWS/SQS metrics), with short timeouts."""
+        return aws.client("cloudwatch", self.region, self.endpoint_url, OPS_BUDGET)
+
     def redrive_sqs(self) -> SQSClient:
         """An SQS client as the DLQ redrive role (assumed with the caller's credentials), or `sqs()`."""
         if self.redrive_role_arn is None:
@@ -87,7 +92,10 @@ def local_target(endpoint_url: str, region: str, api_url: str, loans_api_url: st
 def stack_target(stack_name: str, region: str) -> Target:
     """A deployed stack, found through its outputs; its APIs take SigV4-signed requests."""
     stacks = aws.client("cloudformation", region, None).describe_stacks(StackName=stack_name)["Stacks"]
-    return target_from_outputs({o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}, region)
+    try:
+        return target_from_outputs({o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}, region)
+    except KeyError as missing:
+        raise Unreachable(f"stack {stack_name} has no output {missing}: is it this system's stack?") from None
 
 
 def target_from_outputs(outputs: dict[str, str], region: str) -> Target:

@@ -1,0 +1,161 @@
+"""`saga local` as a user starts and stops it: a busy port is one line naming the port and the flag that
+changes it, Ctrl-C prints no metrics, and no process outlives it however it dies (kill -9 included)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import urllib3
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.constants import MAX_METRICS
+
+from saga.local.containers import ContainerPool
+from tests.system import free_port, read_log, start_local, stop_local
+
+# A bound on waiting for a condition, never the verdict: each test waits for what it asserts and fails
+# only if that has not happened by then.
+PATIENCE_SECONDS = 60
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table in /proc")
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the (command name)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie has ended: only its exit status is left for its parent to read)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def descendants(root: int) -> set[int]:
+    """Every process below `root` in the process tree."""
+    parents = {int(p.name): _parent_of(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit()}
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def wait_until(condition, timeout: float = PATIENCE_SECONDS, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+@linux_only
+def test_no_process_outlives_saga_local_killed_with_sigkill(tmp_path):
+    # Given a running `saga local`, with its AWS endpoint and its function containers
+    log = str(tmp_path / "local.log")
+    process, _ = start_local(free_port(), free_port(), free_port(), log_path=log)
+    try:
+        children = descendants(process.pid)
+        assert len(children) >= 5, f"expected the endpoint and the containers, found {children}"
+        # When it is killed with SIGKILL (it runs no cleanup at all)
+        process.kill()
+        process.wait()
+    finally:
+        process.log_file.close()  # type: ignore[attr-defined]
+
+    # Then every process it started ends by itself
+    def survivors() -> list[int]:
+        return [pid for pid in children if _alive(pid)]
+
+    wait_until(lambda: not survivors())
+    assert survivors() == [], f"still running {PATIENCE_SECONDS} s after the kill\n{read_log(log)[-2000:]}"
+
+
+_gauges = Metrics(namespace="LoanSagaTests", service="gauges")
+
+
+@_gauges.log_metrics
+def gauge_entry(event: dict, context: object) -> dict:
+    """A Lambda entry that reports a gauge on every invocation, as the sweeper does (0 when all is well)."""
+    _gauges.add_metric(name="PendingOutboxCount", unit=MetricUnit.Count, value=0)
+    return {}
+
+
+def test_a_container_with_metrics_off_never_prints_them_however_long_it_runs(capfd):
+    # Given a function container with metrics off, as `saga local` runs every function
+    environment = {"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_METRICS_NAMESPACE": "LoanSagaTests"}
+    pool = ContainerPool("gauges", f"{__name__}.gauge_entry", environment, max_containers=1)
+    try:
+        # When it is invoked more often than Powertools keeps values of one metric (100: ~8 min of sweeps)
+        for _ in range(MAX_METRICS + 1):
+            pool({}, None)
+    finally:
+        pool.stop()
+    # Then no metrics document reached its output (a line of 100 zeros, on stdout, where Ctrl-C left it)
+    out, err = capfd.readouterr()
+    assert "CloudWatchMetrics" not in out + err, (out + err)[:500]
+
+
+def test_ctrl_c_stops_saga_local_cleanly_and_prints_no_metrics(tmp_path):
+    # Given a running `saga local` that served a journey
+    log = str(tmp_path / "local.log")
+    api_port = free_port()
+    process, _ = start_local(api_port, free_port(), free_port(), log_path=log)
+    urllib3.request("POST", f"http://127.0.0.1:{api_port}/journeys", json={"customerId": "c"},
+                    headers={"Idempotency-Key": "ctrl-c"})  # fmt: skip
+    # When it gets Ctrl-C
+    assert stop_local(process, signal.SIGINT) == 0, read_log(log)[-3000:]
+    # Then it says it stopped, and printed no metrics document (Powertools' EMF)
+    output = read_log(log)
+    assert output.rstrip().endswith("stopped"), output[-3000:]
+    assert "CloudWatchMetrics" not in output, output[-3000:]
+
+
+def _saga_local(*flags: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_")}
+    return subprocess.run(
+        [sys.executable, "-m", "saga.cli", "local", *flags],
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE_SECONDS,
+        check=False,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "part"),
+    [("--aws-port", "the AWS endpoint"), ("--port", "the orchestrator API"), ("--loans-port", "loans-api")],
+)
+def test_a_busy_port_is_one_line_naming_the_port_and_the_flag_that_changes_it(tmp_path, flag, part):
+    # Given a port another program listens on (as LocalStack does on 4566, a dev server on 3000)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        ports = {"--port": free_port(), "--loans-port": free_port(), "--aws-port": free_port(), flag: port}
+        flags = [str(value) for pair in ports.items() for value in pair]
+        # When `saga local` is started on it
+        done = _saga_local(*flags, "--state-file", str(tmp_path / "local.json"))
+    # Then it exits 1 with one line on stderr that names the port, the part and the flag, and no traceback
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"port {port} ({part}" in lines[0], lines[0]
+    assert f"{flag} N" in lines[0], lines[0]
+    assert "Traceback" not in done.stderr + done.stdout
