@@ -1,10 +1,8 @@
 """The dashboard an operator reads and the alarms that wake them: outbox age, DLQ depth, iterator
 age, the events queue's age, publish failures, the roads' outcomes, API health and the functions'.
-Alarms (and their recoveries) go to a topic CloudWatch may publish to; `alarm_email` subscribes a
-person to it.
-
-One module, though long: the dashboard and the alarms are built from the same metrics (what alarms is
-what is charted, named once), and most of the length is the list of widgets and alarms itself."""
+The dashboard and the alarms are built from the same metrics (what alarms is what is charted); the
+thresholds are shared/topology.py's. Alarms (and their recoveries) go to a topic CloudWatch may
+publish to; `alarm_email` subscribes a person to it."""
 
 from __future__ import annotations
 
@@ -24,42 +22,30 @@ from constructs import Construct
 
 from functions.orchestrator.settings import OrchestratorSettings
 from infra.apis import ProxyApi
+from infra.functions import schedule
 from shared import metric_names as names
+from shared import topology
+from shared.topology import (
+    API_5XX_RATE_ALARM,
+    EVENTS_QUEUE_AGE_ALARM_SECONDS,
+    ITERATOR_AGE_ALARM_MS,
+    LATENCY_PERIODS,
+    OUTBOX_AGE_ALARM_SECONDS,
+    SILENT_PERIODS,
+)
 
 PERIOD = Duration.minutes(1)
-OUTBOX_AGE_ALARM_SECONDS = 300
-ITERATOR_AGE_ALARM_MS = 60_000
-EVENTS_QUEUE_AGE_ALARM_SECONDS = 300
-API_5XX_RATE_ALARM = 0.01
-# The audit runs every 5 minutes (infra/audit.py): its metrics are read over the same period.
-AUDIT_PERIOD = Duration.minutes(5)
-# A scheduled function is silent when its schedule fired and no run reported, this many periods in a
-# row: a few missed runs, not one late report (and nothing at all before the schedule first fires).
-SILENT_PERIODS = {names.SWEEPER: 5, names.AUDITOR: 3}
-# API latency pages when the p99 is over its limit for this many 5-minute periods in a row: a cold start
-# (a second or two, BENCHMARKS.md section 5) is one slow request, not a slow API.
-LATENCY_PERIODS = 3
+# The audit's metrics are read over its schedule's period.
+AUDIT_PERIOD = schedule(topology.AUDITOR)
 
 
-@dataclass(frozen=True)
-class ApiLimits:
-    """When an API's health alarms: the share of 4xx answers, and the p99 latency in milliseconds."""
-
-    client_error_rate: float
-    p99_latency_ms: float
-
-
-API_LIMITS = {
-    # Agents meet 404 and 409 (an illegal command) as part of the protocol; a quarter of all answers
-    # means an agent is stuck or its signing broke (403).
-    "orchestrator": ApiLimits(client_error_rate=0.25, p99_latency_ms=10_000),
-    # Only the orchestrator calls loans-api, with well-formed, signed commands; an answer slower than
-    # the orchestrator's per-attempt read timeout is a retry.
-    "loans": ApiLimits(
-        client_error_rate=0.05,
-        p99_latency_ms=1000 * float(OrchestratorSettings.model_fields["loans_read_timeout"].default),
-    ),
-}
+def p99_latency_ms(api: str) -> float:
+    """When `api`'s p99 latency alarms: its declared limit, or for loans-api the orchestrator's
+    per-attempt read timeout (an answer slower than that is a retry)."""
+    declared = topology.API_LIMITS[api].p99_latency_ms
+    if declared is not None:
+        return declared
+    return 1000 * float(OrchestratorSettings.model_fields["loans_read_timeout"].default)
 
 
 @dataclass(frozen=True)
@@ -244,7 +230,8 @@ class Observability(Construct):
         )
         five_minutes = Duration.minutes(5)
         for name, api in w.apis.items():
-            limits = API_LIMITS[name]
+            limits = topology.API_LIMITS[name]
+            latency_ms = p99_latency_ms(name)
             self._alarm(
                 f"{name}5xxRate",
                 api.api.metric_server_error(statistic="Average", period=five_minutes),
@@ -260,9 +247,8 @@ class Observability(Construct):
             self._alarm(
                 f"{name}Latency",
                 api.api.metric_latency(statistic="p99", period=five_minutes),
-                limits.p99_latency_ms,
-                f"The {name} API's p99 latency has been over {limits.p99_latency_ms:.0f} ms for "
-                f"{LATENCY_PERIODS * 5} minutes.",
+                latency_ms,
+                f"The {name} API's p99 latency has been over {latency_ms:.0f} ms for {LATENCY_PERIODS * 5} minutes.",
                 periods=LATENCY_PERIODS,
             )
         for name, fn in w.functions.items():

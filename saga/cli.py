@@ -10,6 +10,7 @@ from typing import Any
 
 from saga import cli_servers as servers
 from saga.verify import command as verify_command
+from shared import topology
 
 EXIT_CODES = """exit codes (every command; --json prints exactly one JSON document on stdout):
   0  all is well: status --check passed, journey show / audit: the records agree with loans-api
@@ -52,7 +53,10 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 when the DLQ holds messages, the oldest pending outbox event is older than "
         "--max-outbox-age, relay failures are queued or outbox items are unreadable; says which and what next",
     )
-    status.add_argument("--max-outbox-age", type=float, default=300.0, help="seconds (default 300, as the alarm)")
+    outbox_alarm = float(topology.OUTBOX_AGE_ALARM_SECONDS)
+    status.add_argument(
+        "--max-outbox-age", type=float, default=outbox_alarm, help=f"seconds (default {outbox_alarm:.0f}, as the alarm)"
+    )
 
     dlq = commands.add_parser("dlq", help="inspect or redrive the events DLQ")
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared import topology
+
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "expiresAt"
@@ -71,19 +73,11 @@ LOANS_TABLE = TableSpec(
 )
 JOURNEYS_TABLE = TableSpec(logical_id="JourneysTable", local_name="journeys")
 
-# The consumer's timeout; the events queue's visibility timeout is 6x this (AWS guidance for SQS
-# event sources), so a message is not redelivered while a batch is still being applied.
-# 35 s: a full batch whose every message needs a ledger read that runs out its timeouts (10 x 2.8 s) still
-# ends with a margin (tests/unit/test_consumer.py).
-CONSUMER_TIMEOUT_SECONDS = 35
-# Messages per consumer invocation (the event source mapping's batch size): a batch whose every message
-# needs a ledger read still fits CONSUMER_TIMEOUT_SECONDS (tests/unit/test_consumer.py).
-CONSUMER_BATCH_SIZE = 10
 EVENTS_DLQ = QueueSpec(logical_id="EventsDlq", local_name="loan-events-dlq", retention_days=14)
 EVENTS_QUEUE = QueueSpec(
     logical_id="EventsQueue",
     local_name="loan-events",
-    visibility_timeout_seconds=6 * CONSUMER_TIMEOUT_SECONDS,
+    visibility_timeout_seconds=topology.EVENTS_QUEUE_VISIBILITY_SECONDS,
     dead_letter=EVENTS_DLQ,
     max_receive_count=3,
 )

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.cli_servers import default_region
 from saga.local.containers import ContainerPool
 from shared import entry_points, openapi
 from shared import metric_names as names
 from shared.tables import JOURNEYS_TABLE
+from shared.topology import BEDROCK_EXECUTOR
 from tests.bedrock_events import action_event
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,13 @@ def executor(system) -> Iterator[ContainerPool]:
     )
     environment = {**settings.to_env(), "POWERTOOLS_SERVICE_NAME": "bedrock-executor",
                    "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE}  # fmt: skip
-    pool = ContainerPool("bedrock-executor", entry_points.BEDROCK_EXECUTOR, environment, 1, FUNCTION_TIMEOUT_SECONDS)
+    pool = ContainerPool(
+        "bedrock-executor",
+        entry_points.BEDROCK_EXECUTOR,
+        environment,
+        1,
+        function_timeout=BEDROCK_EXECUTOR.timeout_seconds,
+    )
     yield pool
     pool.stop()
 
