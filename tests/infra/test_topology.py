@@ -85,7 +85,7 @@ def _matches(pattern: dict[str, Any], record: dict[str, Any]) -> bool:
     return True
 
 
-STREAM_RECORDS = [
+STREAM_RECORDS: list[dict[str, Any]] = [
     {"eventName": name, "dynamodb": {"Keys": {"pk": {"S": "JOURNEY#j"}, "sk": {"S": sk}}}}
     for name in ("INSERT", "MODIFY", "REMOVE")
     for sk in (outbox.event_sk(1), "LEDGER", "RECEIPT", "SIMULATION#s")
