@@ -1,18 +1,18 @@
-"""What the audit reads (and the one item it writes) on DynamoDB: loans-api's ledgers and events, the
+"""The audit's ports (functions/auditor/service.py) on DynamoDB: loans-api's ledgers and events, the
 changes index, and the audit's own bookkeeping. It never writes to the loans table."""
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from functions.auditor.audit import Truth
+from functions.auditor.service import AuditState, AuditStateConflict, Change, EventFacts, Ledgers
 from shared import event_ids, outbox
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
@@ -30,41 +30,6 @@ AUDIT_STATE_KEY = {"pk": "AUDIT", "sk": "STATE"}
 AUDIT_LEASE_KEY = {"pk": "AUDIT", "sk": "LEASE"}
 
 
-@dataclass(frozen=True)
-class EventFacts:
-    """An event item as the audit needs it: the event (None if unreadable), its outbox status, when."""
-
-    event: LoanEvent | None
-    status: str | None
-    occurred_at: datetime | None
-
-
-@dataclass(frozen=True, order=True)
-class Change:
-    """One event in the changes index: its UUIDv7 id (so: when) and its journey."""
-
-    event_id: str
-    journey_id: str
-
-
-@dataclass
-class Ledgers:
-    truths: dict[str, Truth] = field(default_factory=dict)
-    unreadable: list[str] = field(default_factory=list)
-
-
-class TruthReader(Protocol):
-    def ledgers(self, journey_ids: list[str]) -> Ledgers: ...
-
-    def event(self, journey_id: str, seq: int) -> EventFacts | None: ...
-
-
-class ChangeFinder(Protocol):
-    def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]: ...
-
-    def all_journeys(self) -> Iterator[str]: ...
-
-
 class DynamoTruthReader:
     """loans-api's truth straight from its table: the ledger (its newest event) and the event items."""
 
@@ -80,13 +45,7 @@ class DynamoTruthReader:
             journey_id = str(values.get("journeyId") or values["pk"].removeprefix(outbox.JOURNEY_PREFIX))
             try:
                 last = LoanEvent.model_validate(values["lastEvent"])  # the ledger keeps its newest event whole
-                found.truths[journey_id] = Truth(
-                    journey_id=journey_id,
-                    seq=last.seq,
-                    snapshot=last.snapshot,
-                    updated_at=last.occurredAt,
-                    last_event=last,
-                )
+                found.truths[journey_id] = Truth(journey_id=journey_id, last_event=last)
             except (KeyError, TypeError, ValueError):  # pydantic's ValidationError is a ValueError
                 found.unreadable.append(journey_id)
         return found
@@ -156,23 +115,6 @@ class DynamoChangeFinder:
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
-@dataclass(frozen=True)
-class AuditState:
-    """Where the last scheduled run stopped, and the journeys it must look at again (they disagreed,
-    within the grace period or past it) until they agree."""
-
-    checked_until: datetime | None = None
-    suspects: tuple[str, ...] = ()
-    # Set when a run was capped: the next run goes on right after this eventId.
-    resume_after: str | None = None
-    # How many runs have saved it: a run saves only over the version it read (0: none yet).
-    version: int = 0
-
-
-class AuditStateConflict(Exception):
-    """Another run saved the state since this run read it: this run's state is not saved over it."""
 
 
 class DynamoAuditState:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from functions.auditor.audit import Kind
-from functions.auditor.service import JourneyAuditor
-from functions.auditor.store import DynamoTruthReader, EventFacts, Ledgers
+from functions.auditor.service import EventFacts, JourneyAuditor, Ledgers
+from functions.auditor.store import DynamoTruthReader
 from shared.applier import EventApplier
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.events import LoanEvent
