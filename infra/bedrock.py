@@ -22,8 +22,6 @@ from infra import packaging
 from shared import metric_names as names
 from shared.topology import Function
 
-OUTPUT_EXECUTOR_ARN = "BedrockExecutorArn"
-OUTPUT_AGENT_ROLE = "BedrockAgentRoleArn"
 # The model is chosen when the agent is created (README, "A Bedrock agent"), not here.
 _MODELS = (
     "The agent's service role may invoke foundation models and this account's inference profiles: the model is "

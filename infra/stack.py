@@ -16,7 +16,7 @@ from functions.relay.settings import RelaySettings
 from infra import permissions
 from infra.apis import ApiGatewayAccountRole, ProxyApi, RouteInvoker, throttles
 from infra.audit import JourneyAudit
-from infra.bedrock import OUTPUT_AGENT_ROLE, OUTPUT_EXECUTOR_ARN, BedrockExecutor
+from infra.bedrock import BedrockExecutor
 from infra.data import DataTables
 from infra.event_sources import EventSources
 from infra.functions import SagaFunctions, configure
@@ -24,7 +24,7 @@ from infra.messaging import Messaging
 from infra.nag import acknowledge
 from infra.observability import Observability, Watched
 from shared import metric_names as names
-from shared import tables, topology
+from shared import stack_outputs, topology
 from shared.capacity import DEFAULT_CAPACITY, Capacity
 from shared.loans_ledger import ledger_path
 
@@ -158,19 +158,19 @@ class LoanSagaStack(Stack):
             description="Lets an AI agent's role call the loan journey orchestrator",
         )
         outputs = {
-            tables.OUTPUT_ORCHESTRATOR_URL: orchestrator_api.api.url,
-            tables.OUTPUT_LOANS_API_URL: loans_api.api.url,
-            tables.OUTPUT_LOANS_TABLE: data.loans.table_name,
-            tables.OUTPUT_JOURNEYS_TABLE: data.journeys.table_name,
-            tables.OUTPUT_EVENTS_TOPIC: messaging.topic.topic_arn,
-            tables.OUTPUT_EVENTS_QUEUE: messaging.queue.queue_url,
-            tables.OUTPUT_EVENTS_DLQ: messaging.dlq.queue_url,
-            tables.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
-            tables.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
-            tables.OUTPUT_PENDING_SHARDS: str(capacity.pending_shards),
-            tables.OUTPUT_DLQ_REDRIVE_ROLE: messaging.redrive_role.role_arn,
-            "DashboardName": self.observability.dashboard.dashboard_name,
-            "AlarmTopicArn": self.observability.alarm_topic.topic_arn,
+            stack_outputs.OUTPUT_ORCHESTRATOR_URL: orchestrator_api.api.url,
+            stack_outputs.OUTPUT_LOANS_API_URL: loans_api.api.url,
+            stack_outputs.OUTPUT_LOANS_TABLE: data.loans.table_name,
+            stack_outputs.OUTPUT_JOURNEYS_TABLE: data.journeys.table_name,
+            stack_outputs.OUTPUT_EVENTS_TOPIC: messaging.topic.topic_arn,
+            stack_outputs.OUTPUT_EVENTS_QUEUE: messaging.queue.queue_url,
+            stack_outputs.OUTPUT_EVENTS_DLQ: messaging.dlq.queue_url,
+            stack_outputs.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
+            stack_outputs.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
+            stack_outputs.OUTPUT_PENDING_SHARDS: str(capacity.pending_shards),
+            stack_outputs.OUTPUT_DLQ_REDRIVE_ROLE: messaging.redrive_role.role_arn,
+            stack_outputs.OUTPUT_DASHBOARD: self.observability.dashboard.dashboard_name,
+            stack_outputs.OUTPUT_ALARM_TOPIC: self.observability.alarm_topic.topic_arn,
         }
         if bedrock_agent:  # Bedrock Agents' action-group executor: the orchestrator behind another entry point
             executor = BedrockExecutor(
@@ -179,8 +179,8 @@ class LoanSagaStack(Stack):
                 declared=topology.BEDROCK_EXECUTOR, log_retention=retention,
                 removal_policy=RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN,
             )  # fmt: skip
-            outputs[OUTPUT_EXECUTOR_ARN] = executor.function.function_arn
-            outputs[OUTPUT_AGENT_ROLE] = executor.agent_role.role_arn
+            outputs[stack_outputs.OUTPUT_EXECUTOR_ARN] = executor.function.function_arn
+            outputs[stack_outputs.OUTPUT_AGENT_ROLE] = executor.agent_role.role_arn
         for key, value in outputs.items():
             CfnOutput(self, key, value=value)
         acknowledge(

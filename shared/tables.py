@@ -83,16 +83,3 @@ EVENTS_QUEUE = QueueSpec(
 )
 RELAY_FAILURES_QUEUE = QueueSpec(logical_id="RelayFailures", local_name="relay-failures", retention_days=14)
 EVENTS_TOPIC_LOCAL_NAME = "loan-events"
-
-# CloudFormation output keys of the stack: the ops CLI finds a deployed system through them.
-OUTPUT_ORCHESTRATOR_URL = "OrchestratorApiUrl"
-OUTPUT_LOANS_API_URL = "LoansApiUrl"
-OUTPUT_LOANS_TABLE = "LoansTableName"
-OUTPUT_JOURNEYS_TABLE = "JourneysTableName"
-OUTPUT_EVENTS_TOPIC = "EventsTopicArn"
-OUTPUT_EVENTS_QUEUE = "EventsQueueUrl"
-OUTPUT_EVENTS_DLQ = "EventsDlqUrl"
-OUTPUT_RELAY_FAILURES = "RelayFailuresQueueUrl"
-OUTPUT_AGENT_POLICY = "AgentInvokePolicyArn"
-OUTPUT_PENDING_SHARDS = "PendingShards"
-OUTPUT_DLQ_REDRIVE_ROLE = "DlqRedriveRoleArn"
