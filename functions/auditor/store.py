@@ -14,17 +14,14 @@ from botocore.exceptions import ClientError
 from functions.auditor.audit import Truth
 from functions.auditor.service import AuditState, AuditStateConflict, Change, EventFacts, Ledgers
 from shared import event_ids, outbox
+from shared.batch_read import batch_get
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef, QueryInputTypeDef, ScanInputTypeDef
 
-BATCH_GET_LIMIT = 100
 AUDIT_STATE_KEY = {"pk": "AUDIT", "sk": "STATE"}
 # The scheduled audit's lease (shared/lease.py), next to its state item.
 AUDIT_LEASE_KEY = {"pk": "AUDIT", "sk": "LEASE"}
@@ -80,41 +77,33 @@ class DynamoChangeFinder:
         return list(islice(heapq.merge(*per_type), limit))
 
     def _changes(self, event_type: str, after: str, before: str, limit: int) -> list[Change]:
-        kwargs: QueryInputTypeDef = {
-            "TableName": self._table,
-            "IndexName": CHANGES_INDEX,
-            "KeyConditionExpression": "#type = :type AND #id > :after",
-            "ExpressionAttributeNames": {"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
-            "ExpressionAttributeValues": to_item({":type": event_type, ":after": after}),
-        }
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self._table,
+            IndexName=CHANGES_INDEX,
+            KeyConditionExpression="#type = :type AND #id > :after",
+            ExpressionAttributeNames={"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
+            ExpressionAttributeValues=to_item({":type": event_type, ":after": after}),
+            PaginationConfig={"MaxItems": limit, "PageSize": limit},
+        )
         found: list[Change] = []
-        while len(found) < limit:
-            kwargs["Limit"] = limit - len(found)
-            page = self._client.query(**kwargs)
+        for page in pages:
             for item in page.get("Items", []):
                 event_id = item[CHANGES_SORT_ATTRIBUTE]["S"]
                 if event_id >= before:
                     return found
                 found.append(Change(event_id, item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)))
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found
 
     def all_journeys(self) -> Iterator[str]:
-        kwargs: ScanInputTypeDef = {
-            "TableName": self._table,
-            "FilterExpression": "sk = :ledger",
-            "ProjectionExpression": "pk",
-            "ExpressionAttributeValues": to_item({":ledger": outbox.LEDGER_SK}),
-        }
-        while True:
-            page = self._client.scan(**kwargs)
+        pages = self._client.get_paginator("scan").paginate(
+            TableName=self._table,
+            FilterExpression="sk = :ledger",
+            ProjectionExpression="pk",
+            ExpressionAttributeValues=to_item({":ledger": outbox.LEDGER_SK}),
+        )
+        for page in pages:
             for item in page.get("Items", []):
                 yield item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)
-            if "LastEvaluatedKey" not in page:
-                return
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 class DynamoAuditState:
@@ -157,18 +146,6 @@ class DynamoAuditState:
             if error_code(error) == "ConditionalCheckFailedException":
                 raise AuditStateConflict(f"the audit state moved past version {read.version}") from error
             raise
-
-
-def batch_get(client: DynamoDBClient, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Strongly consistent BatchGetItem, 100 keys a call, unprocessed keys retried."""
-    for start in range(0, len(keys), BATCH_GET_LIMIT):
-        request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
-            table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": True}
-        }
-        while request:
-            response = client.batch_get_item(RequestItems=request)
-            yield from response.get("Responses", {}).get(table, [])
-            request = response.get("UnprocessedKeys") or {}
 
 
 def _time(value: Any) -> datetime | None:
