@@ -1,4 +1,4 @@
-"""The agent's contract (issue 12): OpenAPI documents worth generating tools from, the Bedrock Agents
+"""The agent's contract: OpenAPI documents worth generating tools from, the Bedrock Agents
 export, links that name their operation and body schema, and Idempotency-Keys that belong to their
 caller."""
 

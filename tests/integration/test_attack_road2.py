@@ -1,4 +1,4 @@
-"""Adversary's tests for road 2's D15 changes (issue 23 point 2): each names a defect found by attack and
+"""Adversary's tests for road 2's confirmation against the ledger (D15): each names a defect found by attack and
 fails until it is fixed."""
 
 from __future__ import annotations
