@@ -3,8 +3,8 @@ prose is bench/report.template.md, the figures are the measurement's, and what i
 (ratios, dollars at bench/prices.py's prices, goals met or missed) is derived here. So the same
 measurement always renders the same report, and a report can be rendered again without measuring.
 
-Over 250 lines: one small function per section of the report, and the prose kept out of the template
-(goals missed, reasons an init costs more than the floor) with the verdicts that choose it."""
+One small function per section of the report; the prose that depends on a verdict (goals missed,
+reasons an init costs more than the floor) is kept with the verdict that chooses it, not in the template."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Model-based test: Hypothesis drives the real handlers on a moto server through random interleavings
 of agent commands, lost replies, relay crashes, duplicated / reordered / delayed / stale backstop
 deliveries and sweeps. Invariants hold after every step; once quiescent, every Control Record equals
-loans-api's truth.
-
-Over 250 lines: one Hypothesis state machine, whose rules and invariants only make sense together."""
+loans-api's truth."""
 
 from __future__ import annotations
 
