@@ -19,7 +19,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import packaging
-from shared import metric_names as names
+from shared import topology
 from shared.topology import Function
 
 # The model is chosen when the agent is created (README, "A Bedrock agent"), not here.
@@ -63,12 +63,7 @@ class BedrockExecutor(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,
             role=orchestrator.role,
-            environment={
-                "POWERTOOLS_SERVICE_NAME": declared.service,
-                "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-                **environment,
-            },
+            environment={**topology.powertools_environment(declared.service), **environment},
             description="loan saga: Amazon Bedrock Agents action-group executor (the orchestrator's operations)",
         )
         agents = stack.format_arn(service="bedrock", resource="agent", resource_name="*")

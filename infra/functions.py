@@ -10,7 +10,6 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import packaging
-from shared import metric_names as names
 from shared import topology
 from shared.settings import BaseSettings
 from shared.topology import Function
@@ -74,11 +73,7 @@ class SagaFunctions(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,
             role=role,
-            environment={
-                "POWERTOOLS_SERVICE_NAME": service,
-                "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-            },
+            environment=topology.powertools_environment(service),
             description=f"loan saga: {service}",
         )
 

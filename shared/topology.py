@@ -94,6 +94,17 @@ BEDROCK_EXECUTOR = Function(
     timeout_seconds=ORCHESTRATOR.timeout_seconds, memory_mb=ORCHESTRATOR.memory_mb,
 )  # fmt: skip
 
+
+def powertools_environment(service: str) -> dict[str, str]:
+    """What configures Powertools in a function (its logs' and metrics' service, the namespace, the log
+    level), beside its settings: infra sets it on the deployed function, the local runtime on its containers."""
+    return {
+        "POWERTOOLS_SERVICE_NAME": service,
+        "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE,
+        "POWERTOOLS_LOG_LEVEL": "INFO",
+    }
+
+
 # Every function of the stack, by service name (the Bedrock executor is an option, apart).
 FUNCTIONS = {f.service: f for f in (LOANS_API, ORCHESTRATOR, RELAY, SWEEPER, CONSUMER, AUDITOR)}
 

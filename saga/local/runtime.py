@@ -32,7 +32,6 @@ from saga.local.moto_server import AwsFaultsClient, MotoProcess
 from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws, topology
-from shared import metric_names as names
 from shared.entry_points import Handler
 from shared.settings import BaseSettings
 from shared.topology import Function
@@ -76,7 +75,7 @@ class RuntimeConfig:
 
 def _environment(settings: BaseSettings, service: str) -> dict[str, str]:
     """A function's environment: its settings, and the Powertools variables infra sets for it."""
-    return {**settings.to_env(), "POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE}
+    return {**settings.to_env(), **topology.powertools_environment(service)}
 
 
 def function_pool(declared: Function, settings: BaseSettings, max_containers: int) -> ContainerPool:

@@ -67,7 +67,7 @@ def test_each_deployed_functions_environment_is_its_settings(resources, declared
     variables = set(deployed["Environment"]["Variables"])
     fields = {name.upper() for name in declared.settings().model_fields}
     assert {v for v in variables if not v.startswith("POWERTOOLS_")} <= fields
-    assert variables - fields == {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
+    assert variables - fields == set(topology.powertools_environment(declared.service))
 
 
 def _matches(pattern: dict[str, Any], record: dict[str, Any]) -> bool:
