@@ -1,10 +1,10 @@
 """What deploys, declared once: each function (its entry point, settings, timeout, memory, how many
 run at once), each event source (batch size, retries, bisect, filter, schedule) and the alarm
 thresholds. infra turns it into CDK (infra/functions.py, infra/event_sources.py, infra/audit.py,
-infra/observability.py), the local runtime into its containers and pollers (saga/local/runtime.py),
-the CLI reads its thresholds; tests/infra/test_topology.py holds the synthesized stack and the local
-runtime to it. Pure data: no AWS call, no CDK, and nothing heavier than the names it declares, so the
-functions that read it (the sweeper's and the audit's lease lasts their timeout) load it cheaply."""
+infra/alarms.py), the local runtime into its containers and pollers (saga/local/runtime.py), the CLI
+reads its thresholds; tests/infra/test_topology.py holds the synthesized stack and the local runtime to
+it. Pure data: no AWS call, no CDK, and nothing heavier than the names it declares, so a function that
+reads it (the audit: its lease lasts its timeout) loads it cheaply."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ class Function:
     """One Lambda function: its construct id, its Powertools service name (its metrics' `service`),
     its entry point (shared/entry_points.py), its Settings class ("module.Class", imported only when
     asked for), its timeout, its memory (Lambda bills GB-seconds at this size; bench/report.py prices
-    them) and, when it runs on a schedule, how often. No function reserves concurrency (D12): the
-    scheduled ones, which must not overlap, take a lease (shared/lease.py) that lasts their timeout."""
+    them) and, when it runs on a schedule, how often. How many run at once: no function reserves
+    concurrency (D12), the scheduled ones, which must not overlap, take a lease (shared/lease.py) that
+    lasts their timeout, and the consumer's concurrency follows the target rate (shared/capacity.py)."""
 
     construct_id: str
     service: str
@@ -44,11 +45,6 @@ class Function:
     timeout_seconds: int
     memory_mb: int
     schedule_minutes: int | None = None
-
-    @property
-    def leased(self) -> bool:
-        """One run at a time: a scheduled function holds a lease for its run."""
-        return self.schedule_minutes is not None
 
     def settings(self) -> type[BaseSettings]:
         """The function's Settings class: what its environment variables are, on both sides."""
