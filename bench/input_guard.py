@@ -1,4 +1,4 @@
-"""Figure 6 of BENCHMARKS.md: what the worst bodies found cost to answer (issue 23: one 64 KB body took
+"""Figure 6 of BENCHMARKS.md: what the worst bodies found cost to answer (one 64 KB body once took
 51 s to be refused, and four at once made every request of the orchestrator answer 502).
 
 Each body is at most the 64 KiB the guards admit and is the worst found for one stage: the input guard
@@ -66,7 +66,7 @@ class Body:
 _SIMULATION = '{"amount": 10000, "termMonths": 36'
 _AMOUNT_OF = '{"termMonths": 36, "amount": '
 WORST: tuple[Body, ...] = (
-    Body("issue-23", "a quote, then 32,000 escaped quotes, never closed (the issue's body)", '"' + '\\"' * 32000, 400),
+    Body("unclosed-escapes", "a quote, then 32,000 escaped quotes, never closed", '"' + '\\"' * 32000, 400),
     Body("unterminated-escapes", "a quote, escaped quotes to 64 KiB, a lone backslash", _filled('"', '\\"', "\\"), 400),
     Body("quotes", "64 KiB of quotes: 32,768 empty strings", '"' * MAX_BODY_BYTES, 400),
     Body("open-brackets", "64 KiB of `[`: nesting past the limit", "[" * MAX_BODY_BYTES, 400),

@@ -3,8 +3,8 @@ prose is bench/report.template.md, the figures are the measurement's, and what i
 (ratios, dollars at bench/prices.py's prices, goals met or missed) is derived here. So the same
 measurement always renders the same report, and a report can be rendered again without measuring.
 
-Over 250 lines: one small function per section of the report, and the prose kept out of the template
-(goals missed, reasons an init costs more than the floor) with the verdicts that choose it."""
+One small function per section of the report; the prose that depends on a verdict (goals missed,
+reasons an init costs more than the floor) is kept with the verdict that chooses it, not in the template."""
 
 from __future__ import annotations
 
@@ -20,15 +20,15 @@ TEMPLATE = Path(__file__).with_name("report.template.md")
 TABLE = "table"  # the bucket of a table's own units in `table/bucket` keys (an index's is its name)
 DESIGNS = ("ours", "peer", "oursLostReply", "peerLostReply")  # the keys of measured["costs"], in column order
 
-# Goals (their issues), and the reference they are judged against.
-WCU_RATIO_GOAL = 1.5  # issue 19: our billed write units per journey at most this multiple of the peer's
+# Goals, and the reference they are judged against.
+WCU_RATIO_GOAL = 1.5  # our billed write units per journey at most this multiple of the peer's
 TRIPS_GOAL = 4  # sequential AWS round trips of a loans-backed command
 BACKSTOP_GOAL_P99_S = 2.0
 SCHEDULED_DRAINER_EVENTS_PER_SECOND = 10.0  # a drainer that takes one tick per second
 DRAIN_GOAL_MULTIPLE = 20
 COLD_START_RATIO_GOAL = 1.5
 READ_TIMEOUT_GOAL_MULTIPLE = 1.5  # the orchestrator's per-attempt read timeout over a cold loans-api's answer
-INPUT_GUARD_GOAL_MS = 50.0  # issue 23: the guard's time for the worst body of up to 64 KiB
+INPUT_GUARD_GOAL_MS = 50.0  # the guard's time for the worst body of up to 64 KiB
 INPUT_GUARD_ALONE = "`python -m bench.input_guard --into bench/measured.json`"
 
 WCU_WHY_MISSED = (
@@ -336,7 +336,7 @@ def _input_guard(measured: Mapping[str, Any]) -> dict[str, str]:
         "|---|---|---|---|---|" + "---|" * len(apis),
         *rows,
         "",
-        f"**Goal (issue 23)**: the guard's time for the worst body under {INPUT_GUARD_GOAL_MS:.0f} ms: "
+        f"**Goal**: the guard's time for the worst body under {INPUT_GUARD_GOAL_MS:.0f} ms: "
         f"{guard['guardMs']:.1f} ms ({guard['name']}): {met}. The slowest whole answer: "
         f"{slowest['answerMs'][api]:.1f} ms ({slowest['name']}, {api}).",
     ]

@@ -43,9 +43,9 @@ from bench.load import backstop_lag, lag_figures, load
 from bench.meter import Meter
 from functions.orchestrator.settings import OrchestratorSettings
 from infra import packaging
-from infra.functions import MEMORY_MB
 from saga.local.moto_server import MotoServer
 from saga.local.runtime import LocalRuntime, RuntimeConfig
+from shared import topology
 
 DESIGNS = {"ours": ("ours", False), "peer": ("peer", False), "oursLostReply": ("ours", True),
            "peerLostReply": ("peer", True)}  # fmt: skip
@@ -100,7 +100,7 @@ def measure(smoke: bool) -> dict[str, Any]:
             "smoke": smoke,
             "seconds": time.monotonic() - started,
         },
-        "memoryMb": dict(MEMORY_MB),
+        "memoryMb": topology.memory_mb(),
         "costs": {key: cost.figures() for key, cost in costs.items()},
         "load": [result.figures() for result in loads],
         "backstopLag": lag_figures(lags),
@@ -132,7 +132,7 @@ def scale_inputs(ours: JourneyCost, drain_events_per_second: float) -> dict[str,
         "lambdaSeconds": {name: ms / 1000 for name, ms in sorted(figures["billedMs"].items())},
         "lambdaInvocations": dict(sorted(ours.invocations.items())),
         "consumerDrainEventsPerSecond": drain_events_per_second,
-        "dollarsPerMillionJourneys": sum(report.Cost(figures, MEMORY_MB).bill().values()) * 1_000_000,
+        "dollarsPerMillionJourneys": sum(report.Cost(figures, topology.memory_mb()).bill().values()) * 1_000_000,
     }
 
 

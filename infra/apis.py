@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from functions.orchestrator.settings import OrchestratorSettings
-from shared.capacity import DEFAULT_CAPACITY, Capacity
+from shared.capacity import Capacity
 
 STAGE = "v1"
 # Every path of the API's one stage, in the resource-policy shorthand (the API's own ARN would make
@@ -52,9 +52,6 @@ def throttles(capacity: Capacity) -> tuple[Throttle, Throttle]:
     """The agent API's throttle for the target rate (shared/capacity.py), and loans-api's above it."""
     orchestrator = Throttle(rate=capacity.orchestrator_rate, burst=capacity.orchestrator_burst)
     return orchestrator, Throttle(rate=orchestrator.rate * _ATTEMPTS, burst=orchestrator.burst * _ATTEMPTS)
-
-
-ORCHESTRATOR_THROTTLE, LOANS_THROTTLE = throttles(DEFAULT_CAPACITY)
 
 
 class ProxyApi(Construct):

@@ -10,11 +10,10 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from functions.auditor.settings import AuditorSettings
 from infra.event_sources import run_every
-from infra.functions import SCHEDULED
-from shared import metric_names as names
-
-AUDIT_EVERY = SCHEDULED[names.AUDITOR]
+from infra.functions import configure, schedule
+from shared import topology
 
 
 class JourneyAudit(Construct):
@@ -28,7 +27,9 @@ class JourneyAudit(Construct):
         journeys_table: dynamodb.ITable,
     ) -> None:
         super().__init__(scope, construct_id)
-        function.add_environment("LOANS_TABLE_NAME", loans_table.table_name)
-        function.add_environment("JOURNEYS_TABLE_NAME", journeys_table.table_name)
+        configure(
+            function,
+            AuditorSettings(loans_table_name=loans_table.table_name, journeys_table_name=journeys_table.table_name),
+        )
         purpose = "Compare the Control Records of recently changed journeys with loans-api's ledgers"
-        self.schedule = run_every(self, "AuditSchedule", AUDIT_EVERY, function, purpose)
+        self.schedule = run_every(self, "AuditSchedule", schedule(topology.AUDITOR), function, purpose)

@@ -19,12 +19,9 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import packaging
-from shared import entry_points
-from shared import metric_names as names
+from shared import topology
+from shared.topology import Function
 
-SERVICE = names.BEDROCK_EXECUTOR
-OUTPUT_EXECUTOR_ARN = "BedrockExecutorArn"
-OUTPUT_AGENT_ROLE = "BedrockAgentRoleArn"
 # The model is chosen when the agent is created (docs/DEPLOY.md, "A Bedrock agent"), not here.
 _MODELS = (
     "The agent's service role may invoke foundation models and this account's inference profiles: the model is "
@@ -43,8 +40,7 @@ class BedrockExecutor(Construct):
         code: lambda_.Code,
         layer: lambda_.ILayerVersion,
         environment: Mapping[str, str],
-        timeout: Duration,
-        memory_mb: int,
+        declared: Function,
         log_retention: logs.RetentionDays,
         removal_policy: RemovalPolicy,
     ) -> None:
@@ -59,20 +55,15 @@ class BedrockExecutor(Construct):
             runtime=packaging.RUNTIME,
             architecture=packaging.ARCHITECTURE,
             code=code,
-            handler=entry_points.BEDROCK_EXECUTOR,
+            handler=declared.entry_point,
             layers=[layer],
-            timeout=timeout,
-            memory_size=memory_mb,
+            timeout=Duration.seconds(declared.timeout_seconds),
+            memory_size=declared.memory_mb,
             tracing=lambda_.Tracing.ACTIVE,
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,
             role=orchestrator.role,
-            environment={
-                "POWERTOOLS_SERVICE_NAME": SERVICE,
-                "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-                **environment,
-            },
+            environment={**topology.powertools_environment(declared.service), **environment},
             description="loan saga: Amazon Bedrock Agents action-group executor (the orchestrator's operations)",
         )
         agents = stack.format_arn(service="bedrock", resource="agent", resource_name="*")

@@ -1,5 +1,6 @@
 """How road 2 is driven: the stream feeds the relay (outbox INSERTs only), the queue feeds the
-consumer, a schedule runs the sweeper. Partial batch failures everywhere."""
+consumer, a schedule runs the sweeper, each as shared/topology.py declares it. Partial batch failures
+everywhere."""
 
 from __future__ import annotations
 
@@ -11,16 +12,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
-from infra.functions import SCHEDULED, SagaFunctions
+from infra.functions import SagaFunctions, schedule
 from infra.messaging import Messaging
-from shared import metric_names as names
+from shared import topology
 from shared.capacity import DEFAULT_CAPACITY, Capacity
-from shared.outbox import EVENT_PREFIX
-from shared.tables import CONSUMER_BATCH_SIZE
-
-RELAY_BATCH_SIZE = 100
-RELAY_RETRIES = 5
-SWEEP_EVERY = SCHEDULED[names.SWEEPER]
 
 
 class EventSources(Construct):
@@ -38,22 +33,21 @@ class EventSources(Construct):
         `messaging`'s queue and a schedule; the consumer's concurrency and the relay's parallelization
         factor come from the stack's target rate (`capacity`, shared/capacity.py)."""
         super().__init__(scope, construct_id)
-        # The filter keeps the relay's own NOTIFIED updates (MODIFY) and every non-outbox item away;
-        # the relay checks the same in code for endpoints without filters.
+        stream, queue = topology.RELAY_STREAM, topology.EVENTS_QUEUE_SOURCE
         outbox_inserts = lambda_.FilterCriteria.filter(
             {
-                "eventName": lambda_.FilterRule.is_equal("INSERT"),
-                "dynamodb": {"Keys": {"sk": {"S": lambda_.FilterRule.begins_with(EVENT_PREFIX)}}},
+                "eventName": lambda_.FilterRule.is_equal(stream.event_name),
+                "dynamodb": {"Keys": {"sk": {"S": lambda_.FilterRule.begins_with(stream.sort_key_prefix)}}},
             }
         )
         functions.relay.add_event_source(
             sources.DynamoEventSource(
                 loans_table,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                batch_size=RELAY_BATCH_SIZE,
-                bisect_batch_on_error=True,
-                retry_attempts=RELAY_RETRIES,
-                max_record_age=Duration.hours(24),
+                batch_size=stream.batch_size,
+                bisect_batch_on_error=stream.bisect_on_error,
+                retry_attempts=stream.retries,
+                max_record_age=Duration.hours(stream.max_record_age_hours),
                 report_batch_item_failures=True,
                 on_failure=sources.SqsDlq(messaging.relay_failures),
                 filters=[outbox_inserts],
@@ -63,13 +57,13 @@ class EventSources(Construct):
         functions.consumer.add_event_source(
             sources.SqsEventSource(
                 messaging.queue,
-                batch_size=CONSUMER_BATCH_SIZE,
+                batch_size=queue.batch_size,
                 report_batch_item_failures=True,
                 max_concurrency=capacity.consumer_max_concurrency,
             )
         )
         purpose = "Republish stale outbox events and report the outbox's age"
-        self.sweep_schedule = run_every(self, "SweepSchedule", SWEEP_EVERY, functions.sweeper, purpose)
+        self.sweep_schedule = run_every(self, "SweepSchedule", schedule(topology.SWEEPER), functions.sweeper, purpose)
 
 
 def run_every(

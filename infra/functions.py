@@ -1,5 +1,5 @@
-"""The six Lambda functions: one code asset, one dependencies layer, Powertools configured by
-environment, X-Ray active, JSON logs with a retention, timeouts that fit the retry budget."""
+"""The six Lambda functions as shared/topology.py declares them: one code asset, one dependencies
+layer, Powertools configured by environment, X-Ray active, JSON logs with a retention."""
 
 from __future__ import annotations
 
@@ -9,36 +9,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from functions.auditor.settings import AUDITOR_TIMEOUT_SECONDS
-from functions.loans_api.settings import FUNCTION_TIMEOUT_SECONDS as LOANS_FUNCTION_TIMEOUT_SECONDS
-from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
-from functions.relay.settings import SWEEPER_TIMEOUT_SECONDS
 from infra import packaging
-from shared import entry_points
-from shared import metric_names as names
-from shared.tables import CONSUMER_TIMEOUT_SECONDS
-
-# API Gateway gives up after 29 s; the function must not outlive the integration, and each request
-# budgets its own steps against this timeout (functions/orchestrator/deadline.py).
-ORCHESTRATOR_TIMEOUT = Duration.seconds(FUNCTION_TIMEOUT_SECONDS)
-# loans-api answers within the orchestrator's per-attempt read timeout in normal operation; the
-# function limit only bounds a stuck invocation.
-LOANS_API_TIMEOUT = Duration.seconds(LOANS_FUNCTION_TIMEOUT_SECONDS)
-RELAY_TIMEOUT = Duration.seconds(30)
-SWEEPER_TIMEOUT = Duration.seconds(SWEEPER_TIMEOUT_SECONDS)
-CONSUMER_TIMEOUT = Duration.seconds(CONSUMER_TIMEOUT_SECONDS)
-AUDITOR_TIMEOUT = Duration.seconds(AUDITOR_TIMEOUT_SECONDS)
-# How often the scheduled functions run (infra/event_sources.py, infra/audit.py schedule them).
-SCHEDULED = {names.SWEEPER: Duration.minutes(1), names.AUDITOR: Duration.minutes(5)}
-# Memory per function, in MB (Lambda bills GB-seconds at this size; bench/report.py prices them).
-MEMORY_MB = {
-    names.LOANS_API: 512,
-    names.ORCHESTRATOR: 512,
-    names.RELAY: 256,
-    names.SWEEPER: 256,
-    names.CONSUMER: 256,
-    names.AUDITOR: 256,
-}
+from shared import topology
+from shared.settings import BaseSettings
+from shared.topology import Function
 
 
 class SagaFunctions(Construct):
@@ -59,29 +33,20 @@ class SagaFunctions(Construct):
         )
         self._retention = log_retention
         self._removal = removal
-        self.loans_api = self._function("LoansApi", names.LOANS_API, entry_points.LOANS_API, LOANS_API_TIMEOUT)
-        self.orchestrator = self._function(
-            "Orchestrator",
-            names.ORCHESTRATOR,
-            entry_points.ORCHESTRATOR,
-            ORCHESTRATOR_TIMEOUT,
-        )
-        self.relay = self._function("Relay", names.RELAY, entry_points.RELAY, RELAY_TIMEOUT)
         # One sweep (and one audit) at a time: not a reserved concurrency of 1 (an account may reserve only
         # while 100 stay unreserved, so it fails the deploy under a quota of 101), but a lease each run
         # takes in the table it owns (shared/lease.py). Scheduled runs are never retried: the next one
         # comes within the schedule's period.
-        self.sweeper = self._function(
-            "Sweeper", names.SWEEPER, entry_points.SWEEPER, SWEEPER_TIMEOUT, scheduled_every=SCHEDULED[names.SWEEPER]
-        )
-        self.consumer = self._function("Consumer", names.CONSUMER, entry_points.CONSUMER, CONSUMER_TIMEOUT)
-        self.auditor = self._function(
-            "Auditor", names.AUDITOR, entry_points.AUDITOR, AUDITOR_TIMEOUT, scheduled_every=SCHEDULED[names.AUDITOR]
-        )
+        self.loans_api = self._function(topology.LOANS_API)
+        self.orchestrator = self._function(topology.ORCHESTRATOR)
+        self.relay = self._function(topology.RELAY)
+        self.sweeper = self._function(topology.SWEEPER)
+        self.consumer = self._function(topology.CONSUMER)
+        self.auditor = self._function(topology.AUDITOR)
 
-    def _function(
-        self, construct_id: str, service: str, handler: str, timeout: Duration, scheduled_every: Duration | None = None
-    ) -> lambda_.Function:
+    def _function(self, declared: Function) -> lambda_.Function:
+        construct_id, service = declared.construct_id, declared.service
+        scheduled_every = None if declared.schedule_minutes is None else schedule(declared)
         log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=self._retention, removal_policy=self._removal)
         # An explicit role: it may write to its own log group and nothing else until granted more.
         role = iam.Role(
@@ -97,10 +62,10 @@ class SagaFunctions(Construct):
             runtime=packaging.RUNTIME,
             architecture=packaging.ARCHITECTURE,
             code=self._code,
-            handler=handler,
+            handler=declared.entry_point,
             layers=[self._layer],
-            timeout=timeout,
-            memory_size=MEMORY_MB[service],
+            timeout=Duration.seconds(declared.timeout_seconds),
+            memory_size=declared.memory_mb,
             # A schedule invokes asynchronously: by default Lambda retries a failed run twice, up to 6 h later.
             retry_attempts=None if scheduled_every is None else 0,
             max_event_age=scheduled_every,
@@ -108,11 +73,7 @@ class SagaFunctions(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,
             role=role,
-            environment={
-                "POWERTOOLS_SERVICE_NAME": service,
-                "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-            },
+            environment=topology.powertools_environment(service),
             description=f"loan saga: {service}",
         )
 
@@ -125,3 +86,16 @@ class SagaFunctions(Construct):
     def layer(self) -> lambda_.ILayerVersion:
         """The one dependencies layer."""
         return self._layer
+
+
+def schedule(declared: Function) -> Duration:
+    """How often a scheduled function runs (infra/event_sources.py and infra/audit.py schedule it)."""
+    assert declared.schedule_minutes is not None, f"{declared.service} runs on no schedule"
+    return Duration.minutes(declared.schedule_minutes)
+
+
+def configure(function: lambda_.Function, settings: BaseSettings) -> None:
+    """Give `function` its settings, as the environment variables its entry point reads them from (the
+    local runtime gives its containers the same, saga/local/runtime.py)."""
+    for name, value in settings.to_env().items():
+        function.add_environment(name, value)

@@ -1,10 +1,7 @@
-"""The dashboard an operator reads and the alarms that wake them: outbox age, DLQ depth, iterator
-age, the events queue's age, publish failures, the roads' outcomes, API health and the functions'.
-Alarms (and their recoveries) go to a topic CloudWatch may publish to; `alarm_email` subscribes a
-person to it.
-
-One module, though long: the dashboard and the alarms are built from the same metrics (what alarms is
-what is charted, named once), and most of the length is the list of widgets and alarms itself."""
+"""The dashboard an operator reads (outbox age, DLQ depth, iterator age, the events queue's age, publish
+failures, the roads' outcomes, API health and the functions') and, from the same metrics, the alarms that
+wake them (infra/alarms.py; here, the scheduled functions' silence alarms next to the widgets they read).
+Alarms (and their recoveries) go to a topic CloudWatch may publish to; `alarm_email` subscribes a person."""
 
 from __future__ import annotations
 
@@ -22,44 +19,16 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from functions.orchestrator.settings import OrchestratorSettings
+from infra import alarms
 from infra.apis import ProxyApi
+from infra.functions import schedule
 from shared import metric_names as names
+from shared import topology
+from shared.topology import SILENT_PERIODS
 
 PERIOD = Duration.minutes(1)
-OUTBOX_AGE_ALARM_SECONDS = 300
-ITERATOR_AGE_ALARM_MS = 60_000
-EVENTS_QUEUE_AGE_ALARM_SECONDS = 300
-API_5XX_RATE_ALARM = 0.01
-# The audit runs every 5 minutes (infra/audit.py): its metrics are read over the same period.
-AUDIT_PERIOD = Duration.minutes(5)
-# A scheduled function is silent when its schedule fired and no run reported, this many periods in a
-# row: a few missed runs, not one late report (and nothing at all before the schedule first fires).
-SILENT_PERIODS = {names.SWEEPER: 5, names.AUDITOR: 3}
-# API latency pages when the p99 is over its limit for this many 5-minute periods in a row: a cold start
-# (a second or two, BENCHMARKS.md section 5) is one slow request, not a slow API.
-LATENCY_PERIODS = 3
-
-
-@dataclass(frozen=True)
-class ApiLimits:
-    """When an API's health alarms: the share of 4xx answers, and the p99 latency in milliseconds."""
-
-    client_error_rate: float
-    p99_latency_ms: float
-
-
-API_LIMITS = {
-    # Agents meet 404 and 409 (an illegal command) as part of the protocol; a quarter of all answers
-    # means an agent is stuck or its signing broke (403).
-    "orchestrator": ApiLimits(client_error_rate=0.25, p99_latency_ms=10_000),
-    # Only the orchestrator calls loans-api, with well-formed, signed commands; an answer slower than
-    # the orchestrator's per-attempt read timeout is a retry.
-    "loans": ApiLimits(
-        client_error_rate=0.05,
-        p99_latency_ms=1000 * float(OrchestratorSettings.model_fields["loans_read_timeout"].default),
-    ),
-}
+# The audit's metrics are read over its schedule's period.
+AUDIT_PERIOD = schedule(topology.AUDITOR)
 
 
 @dataclass(frozen=True)
@@ -153,51 +122,19 @@ class Observability(Construct):
               for name, fn in w.functions.items()),
         )  # fmt: skip
 
-        self._alarm(
-            "EventsDlqNotEmpty",
-            w.dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
-            0,
-            "A loan event is in the DLQ: run `saga dlq list`, fix the cause, `saga dlq redrive`.",
-        )
-        self._alarm(
-            "RelayFailuresNotEmpty",
-            w.relay_failures.metric_approximate_number_of_messages_visible(period=PERIOD),
-            0,
-            "Stream batches exhausted their retries; the sweeper republishes their PENDING events. `saga status "
-            "--check` fails until it has; then `saga relay-failures clear` removes the records (and ends this alarm).",
-        )
-        self._alarm(
-            "OutboxTooOld",
-            oldest_pending,
-            OUTBOX_AGE_ALARM_SECONDS,
-            "An outbox event has been PENDING for over 5 minutes: road 2 may be stuck. (A sweeper that stopped "
-            "reporting is SweeperSilent.)",
-        )
-        self._alarm(
-            "EventsQueueTooOld",
-            queue_age,
-            EVENTS_QUEUE_AGE_ALARM_SECONDS,
-            "A message has waited in the events queue for over 5 minutes: the consumer is not draining it.",
-        )
-        self._alarm(
-            "PublishFailures",
-            publish_failures,
-            0,
-            "The relay or the sweeper could not publish outbox events to SNS (they stay PENDING and are retried).",
-        )
-        self._alarm(
-            "StreamIteratorAge",
-            iterator_age,
-            ITERATOR_AGE_ALARM_MS,
-            "The relay is more than 60 s behind the loans table's stream.",
-        )
-        self._alarm(
-            "JourneysOutOfSync",
-            out_of_sync,
-            0,
-            "A Control Record disagrees with loans-api past the grace period: `saga audit` lists it, says "
-            "which road should have brought it, and repairs it with --repair where that is mechanical. "
-            "(An audit that stopped reporting is AuditorSilent.)",
+        alarms.road_two(
+            self._alarm,
+            alarms.RoadTwo(
+                dlq_depth=w.dlq.metric_approximate_number_of_messages_visible(period=PERIOD),
+                relay_failures_depth=w.relay_failures.metric_approximate_number_of_messages_visible(period=PERIOD),
+                oldest_pending=oldest_pending,
+                queue_age=queue_age,
+                publish_failures=publish_failures,
+                iterator_age=iterator_age,
+                out_of_sync=out_of_sync,
+                rejected=saga_metric(names.CONSUMER, names.EVENTS_REJECTED),
+                unreadable=unreadable,
+            ),
         )
         # Missing data cannot say "stopped": before the first run it only means "not yet". A silent run is
         # one the schedule fired (EventBridge's TriggeredRules) that reported nothing (the metric every
@@ -229,56 +166,8 @@ class Observability(Construct):
                 "logs and its Errors and Throttles alarms.",
                 periods=SILENT_PERIODS[service],
             )
-        self._alarm(
-            "EventsRejected",
-            saga_metric(names.CONSUMER, names.EVENTS_REJECTED),
-            0,
-            "The consumer set aside a message loans-api did not commit (forged content, a seq beyond the ledger, "
-            "an edited redrive): nothing was applied. `saga dlq list` gives the reason; find who published it.",
-        )
-        self._alarm(
-            "UnreadableOutboxItems",
-            unreadable,
-            0,
-            "A PENDING outbox item is not an event the relay can read; it is skipped (and kept). The relay's "
-            "and sweeper's logs name it ('unreadable outbox item skipped').",
-        )
-        five_minutes = Duration.minutes(5)
-        for name, api in w.apis.items():
-            limits = API_LIMITS[name]
-            self._alarm(
-                f"{name}5xxRate",
-                api.api.metric_server_error(statistic="Average", period=five_minutes),
-                API_5XX_RATE_ALARM,
-                f"More than 1% of {name} API calls answer 5xx.",
-            )
-            self._alarm(
-                f"{name}4xxRate",
-                api.api.metric_client_error(statistic="Average", period=five_minutes),
-                limits.client_error_rate,
-                f"More than {limits.client_error_rate:.0%} of {name} API calls answer 4xx.",
-            )
-            self._alarm(
-                f"{name}Latency",
-                api.api.metric_latency(statistic="p99", period=five_minutes),
-                limits.p99_latency_ms,
-                f"The {name} API's p99 latency has been over {limits.p99_latency_ms:.0f} ms for "
-                f"{LATENCY_PERIODS * 5} minutes.",
-                periods=LATENCY_PERIODS,
-            )
-        for name, fn in w.functions.items():
-            self._alarm(
-                f"{name}Errors",
-                fn.metric_errors(period=five_minutes),
-                0,
-                f"The {name} function raised errors (not problem responses: crashes or timeouts).",
-            )
-            self._alarm(
-                f"{name}Throttles",
-                fn.metric_throttles(period=five_minutes),
-                0,
-                f"Invocations of the {name} function were throttled.",
-            )
+        alarms.api_health(self._alarm, {name: api.api for name, api in w.apis.items()})
+        alarms.function_health(self._alarm, w.functions)
 
     def _alarm_topic(self, key: kms.IKey, email: str | None) -> sns.Topic:
         """A topic CloudWatch alarms of this account may publish to (the SSL-only policy alone denies

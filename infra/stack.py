@@ -9,18 +9,22 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from functions.consumer.settings import ConsumerSettings
+from functions.loans_api.settings import LoansSettings
+from functions.orchestrator.settings import OrchestratorSettings
+from functions.relay.settings import RelaySettings
 from infra import permissions
 from infra.apis import ApiGatewayAccountRole, ProxyApi, RouteInvoker, throttles
 from infra.audit import JourneyAudit
-from infra.bedrock import OUTPUT_AGENT_ROLE, OUTPUT_EXECUTOR_ARN, BedrockExecutor
+from infra.bedrock import BedrockExecutor
 from infra.data import DataTables
 from infra.event_sources import EventSources
-from infra.functions import MEMORY_MB, ORCHESTRATOR_TIMEOUT, SagaFunctions
+from infra.functions import SagaFunctions, configure
 from infra.messaging import Messaging
 from infra.nag import acknowledge
 from infra.observability import Observability, Watched
 from shared import metric_names as names
-from shared import tables
+from shared import stack_outputs, topology
 from shared.capacity import DEFAULT_CAPACITY, Capacity
 from shared.loans_ledger import ledger_path
 
@@ -100,23 +104,31 @@ class LoanSagaStack(Stack):
         loans_api.grant_invoke(fns.orchestrator)
         loans_api.grant_invoke_route(fns.consumer, *LEDGER_READ)
 
-        fns.loans_api.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
         # Writer and sweeper agree on the pending index's shards (sized for the target rate).
-        fns.loans_api.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
-        orchestrator_environment = {  # also the Bedrock executor's: the same code
-            "JOURNEYS_TABLE_NAME": data.journeys.table_name,
-            "LOANS_API_URL": loans_api.api.url.rstrip("/"),
-            "SIGN_LOANS_REQUESTS": "true",
-        }
-        for name, value in orchestrator_environment.items():
-            fns.orchestrator.add_environment(name, value)
-        fns.consumer.add_environment("JOURNEYS_TABLE_NAME", data.journeys.table_name)
-        fns.consumer.add_environment("LOANS_API_URL", loans_api.api.url.rstrip("/"))
-        fns.consumer.add_environment("SIGN_LOANS_REQUESTS", "true")
+        configure(
+            fns.loans_api, LoansSettings(loans_table_name=data.loans.table_name, pending_shards=capacity.pending_shards)
+        )
+        orchestrator_settings = OrchestratorSettings(  # also the Bedrock executor's: the same code
+            journeys_table_name=data.journeys.table_name,
+            loans_api_url=loans_api.api.url.rstrip("/"),
+            sign_loans_requests=True,
+        )
+        configure(fns.orchestrator, orchestrator_settings)
+        configure(
+            fns.consumer,
+            ConsumerSettings(
+                journeys_table_name=data.journeys.table_name,
+                loans_api_url=loans_api.api.url.rstrip("/"),
+                sign_loans_requests=True,
+            ),
+        )
+        outbox_settings = RelaySettings(
+            loans_table_name=data.loans.table_name,
+            events_topic_arn=messaging.topic.topic_arn,
+            pending_shards=capacity.pending_shards,
+        )
         for outbox_worker in (fns.relay, fns.sweeper):
-            outbox_worker.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
-            outbox_worker.add_environment("EVENTS_TOPIC_ARN", messaging.topic.topic_arn)
-            outbox_worker.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
+            configure(outbox_worker, outbox_settings)
 
         road_2 = EventSources(
             self, "EventSources", loans_table=data.loans, functions=fns, messaging=messaging, capacity=capacity
@@ -146,29 +158,29 @@ class LoanSagaStack(Stack):
             description="Lets an AI agent's role call the loan journey orchestrator",
         )
         outputs = {
-            tables.OUTPUT_ORCHESTRATOR_URL: orchestrator_api.api.url,
-            tables.OUTPUT_LOANS_API_URL: loans_api.api.url,
-            tables.OUTPUT_LOANS_TABLE: data.loans.table_name,
-            tables.OUTPUT_JOURNEYS_TABLE: data.journeys.table_name,
-            tables.OUTPUT_EVENTS_TOPIC: messaging.topic.topic_arn,
-            tables.OUTPUT_EVENTS_QUEUE: messaging.queue.queue_url,
-            tables.OUTPUT_EVENTS_DLQ: messaging.dlq.queue_url,
-            tables.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
-            tables.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
-            tables.OUTPUT_PENDING_SHARDS: str(capacity.pending_shards),
-            tables.OUTPUT_DLQ_REDRIVE_ROLE: messaging.redrive_role.role_arn,
-            "DashboardName": self.observability.dashboard.dashboard_name,
-            "AlarmTopicArn": self.observability.alarm_topic.topic_arn,
+            stack_outputs.OUTPUT_ORCHESTRATOR_URL: orchestrator_api.api.url,
+            stack_outputs.OUTPUT_LOANS_API_URL: loans_api.api.url,
+            stack_outputs.OUTPUT_LOANS_TABLE: data.loans.table_name,
+            stack_outputs.OUTPUT_JOURNEYS_TABLE: data.journeys.table_name,
+            stack_outputs.OUTPUT_EVENTS_TOPIC: messaging.topic.topic_arn,
+            stack_outputs.OUTPUT_EVENTS_QUEUE: messaging.queue.queue_url,
+            stack_outputs.OUTPUT_EVENTS_DLQ: messaging.dlq.queue_url,
+            stack_outputs.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
+            stack_outputs.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
+            stack_outputs.OUTPUT_PENDING_SHARDS: str(capacity.pending_shards),
+            stack_outputs.OUTPUT_DLQ_REDRIVE_ROLE: messaging.redrive_role.role_arn,
+            stack_outputs.OUTPUT_DASHBOARD: self.observability.dashboard.dashboard_name,
+            stack_outputs.OUTPUT_ALARM_TOPIC: self.observability.alarm_topic.topic_arn,
         }
         if bedrock_agent:  # Bedrock Agents' action-group executor: the orchestrator behind another entry point
             executor = BedrockExecutor(
                 self, "BedrockAgent", orchestrator=fns.orchestrator, code=fns.code, layer=fns.layer,
-                environment=orchestrator_environment,
-                timeout=ORCHESTRATOR_TIMEOUT, memory_mb=MEMORY_MB[names.ORCHESTRATOR], log_retention=retention,
+                environment=orchestrator_settings.to_env(),
+                declared=topology.BEDROCK_EXECUTOR, log_retention=retention,
                 removal_policy=RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN,
             )  # fmt: skip
-            outputs[OUTPUT_EXECUTOR_ARN] = executor.function.function_arn
-            outputs[OUTPUT_AGENT_ROLE] = executor.agent_role.role_arn
+            outputs[stack_outputs.OUTPUT_EXECUTOR_ARN] = executor.function.function_arn
+            outputs[stack_outputs.OUTPUT_AGENT_ROLE] = executor.agent_role.role_arn
         for key, value in outputs.items():
             CfnOutput(self, key, value=value)
         acknowledge(

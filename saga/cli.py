@@ -11,6 +11,7 @@ from typing import Any
 
 from saga import cli_servers as servers
 from saga.verify import command as verify_command
+from shared import topology
 
 # sysexits.h's EX_SOFTWARE: an internal error, whatever the command.
 EXIT_BUG = 70
@@ -65,12 +66,16 @@ def _parser() -> argparse.ArgumentParser:
         "consumer), a relay failure's events are still PENDING, or outbox items are unreadable; says which "
         "and what clears it",
     )
-    status.add_argument("--max-outbox-age", type=float, default=300.0, help="seconds (default 300, as the alarm)")
+    outbox_alarm = float(topology.OUTBOX_AGE_ALARM_SECONDS)
+    status.add_argument(
+        "--max-outbox-age", type=float, default=outbox_alarm, help=f"seconds (default {outbox_alarm:.0f}, as the alarm)"
+    )
+    queue_alarm = float(topology.EVENTS_QUEUE_AGE_ALARM_SECONDS)
     status.add_argument(
         "--max-queue-age",
         type=float,
-        default=300.0,
-        help="seconds a message may wait in the events queue (default 300, as the EventsQueueTooOld alarm)",
+        default=queue_alarm,
+        help=f"seconds a message may wait in the events queue (default {queue_alarm:.0f}, as EventsQueueTooOld)",
     )
 
     failures = commands.add_parser("relay-failures", help="the stream batches that exhausted the relay's retries")

@@ -7,18 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from shared.batch_read import batch_get
 from shared.control_record import ControlRecord
 from shared.dynamo import error_code, from_item, to_item
 from shared.outbox import journey_pk
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef
 
 CONTROL_SK = "CONTROL"
-BATCH_GET_LIMIT = 100
 
 
 def control_key(journey_id: str) -> dict[str, Any]:
@@ -45,20 +42,10 @@ class DynamoControlRecordStore:
         return None if item is None else _record(item)
 
     def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]:
-        """One BatchGetItem per 100 journeys (retrying unprocessed keys), strongly consistent."""
-        records: dict[str, ControlRecord] = {}
-        unique = list(dict.fromkeys(journey_ids))
-        for start in range(0, len(unique), BATCH_GET_LIMIT):
-            request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
-                self._table: {"Keys": [control_key(j) for j in unique[start : start + BATCH_GET_LIMIT]],
-                              "ConsistentRead": True}}  # fmt: skip
-            while request:
-                response = self._client.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self._table, []):
-                    record = _record(item)
-                    records[record.journeyId] = record
-                request = response.get("UnprocessedKeys") or {}
-        return records
+        """The records of `journey_ids` that exist, strongly consistent (shared/batch_read.py)."""
+        keys = [control_key(j) for j in dict.fromkeys(journey_ids)]
+        records = (_record(item) for item in batch_get(self._client, self._table, keys))
+        return {record.journeyId: record for record in records}
 
     def replace(self, record: ControlRecord, expected_version: int) -> bool:
         try:

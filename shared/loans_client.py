@@ -19,7 +19,7 @@ from shared import aws
 from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, ORIGIN_HEADER, REPLAYED_HEADER
 
 # How long one call waits for loans-api's answer: sized from a cold loans-api as it may deploy (from sources,
-# without bytecode: import + init 1.58 s in issue 24's run; BENCHMARKS.md section 5 for this machine's), at
+# without bytecode: import + init 1.58 s measured; BENCHMARKS.md section 5 for this machine's), at
 # 1.5x that, so a call that meets a cold start is not cut off.
 COLD_READ_TIMEOUT_SECONDS = 2.5
 

@@ -1,10 +1,9 @@
-"""The OpenAPI documents both APIs serve (3.1), and their export for Amazon Bedrock Agents action
-groups (3.0.0, the subset Bedrock documents): the responses every operation declares, the route that
-serves the document, and the pure rewrites (documents in, documents out)."""
+"""The OpenAPI documents both APIs serve (3.1): the responses every operation declares, the route that
+serves the document, and the request bodies it declares. (Their export for Amazon Bedrock Agents is the
+CLI's: saga/bedrock_export.py.)"""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -13,17 +12,11 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, Field
 
-from shared.idempotency import HEADER as KEY_HEADER
 from shared.idempotency import REPLAYED_HEADER
 from shared.problems import PROBLEM_CONTENT_TYPE, ProblemDetails
 
 Document = dict[str, Any]
-_SCHEMAS = "#/components/schemas/"
-# Operations that cannot be undone (disburse moves money, cancel ends the journey): an agent platform
-# should ask its user before calling them.
-CONFIRM_BEFORE = frozenset({"disburseLoan", "cancelJourney"})
-# Operations that are not tools: an agent has no reason to call them.
-NOT_TOOLS = frozenset({"health"})
+SCHEMAS = "#/components/schemas/"
 
 _REPLAYED = {
     "description": "`true` when this answer is the recorded answer of an earlier request with the same "
@@ -96,102 +89,38 @@ def document(app: APIGatewayRestResolver, title: str, description: str, bodies: 
     on every write's success, Allow on 405) and no schema that nothing references."""
     doc: Document = json.loads(app.get_openapi_json_schema(title=title, version="1.0.0", description=description))
     _declare_bodies(doc, bodies or {})
-    for method, operation in _operations(doc):
+    for method, operation in operations(doc):
         for status, response in operation.get("responses", {}).items():
             if status == "405":
                 response["headers"] = {"Allow": _ALLOW}
             elif method == "post" and status.startswith("2"):
                 response["headers"] = {REPLAYED_HEADER: _REPLAYED}
-    return _without_unused_schemas(doc)
+    return without_unused_schemas(doc)
 
 
 def _declare_bodies(doc: Document, bodies: Bodies) -> None:
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
-    for _, operation in _operations(doc):
+    for _, operation in operations(doc):
         declared = bodies.get(operation.get("operationId", ""))
         if declared is None:
             continue
         model, required = declared
-        schema = model.model_json_schema(ref_template=_SCHEMAS + "{model}")
+        schema = model.model_json_schema(ref_template=SCHEMAS + "{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
         operation["requestBody"] = {
             "required": required,
-            "content": {"application/json": {"schema": {"$ref": _SCHEMAS + model.__name__}}},
+            "content": {"application/json": {"schema": {"$ref": SCHEMAS + model.__name__}}},
         }
 
 
-def bedrock(doc: Document) -> Document:
-    """`doc` as Amazon Bedrock Agents accept an action group's schema: OpenAPI 3.0.0 with no 3.1-only
-    construct (`anyOf` with `type: null` becomes `nullable`, `examples` becomes `example`, `const`
-    becomes a one-value `enum`), no `enum` on parameters (it moves into the description), no
-    operation that is not a tool (health), `x-requireConfirmation: ENABLED` on what cannot be undone,
-    and no Idempotency-Key header: the action-group executor derives each action's key from what
-    Bedrock sends (functions/orchestrator/bedrock.py), so the model never has to invent one."""
-    out = copy.deepcopy(doc)
-    out["openapi"] = "3.0.0"
-    for key in ("jsonSchemaDialect", "webhooks"):
-        out.pop(key, None)
-    paths: dict[str, Any] = {}
-    for path, item in out.get("paths", {}).items():
-        kept = {m: op for m, op in item.items() if not (isinstance(op, dict) and op.get("operationId") in NOT_TOOLS)}
-        if kept:
-            paths[path] = kept
-    out["paths"] = paths
-    for _, operation in _operations(out):
-        operation["parameters"] = [
-            parameter
-            for parameter in operation.get("parameters", [])
-            if not (parameter.get("in") == "header" and str(parameter.get("name", "")).lower() == KEY_HEADER.lower())
-        ]
-        if not operation["parameters"]:
-            del operation["parameters"]
-        for parameter in operation.get("parameters", []):
-            schema = parameter.get("schema", {})
-            if "enum" in schema:
-                allowed = ", ".join(map(str, schema.pop("enum")))
-                parameter["description"] = f"{parameter.get('description', '')} One of: {allowed}.".strip()
-        if operation.get("operationId") in CONFIRM_BEFORE:
-            operation["x-requireConfirmation"] = "ENABLED"
-    return _without_unused_schemas(_to_30(out))
-
-
-def _operations(doc: Document) -> list[tuple[str, dict[str, Any]]]:
+def operations(doc: Document) -> list[tuple[str, dict[str, Any]]]:
+    """Every operation of `doc`, with its method."""
     methods = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
     return [(m, op) for item in doc.get("paths", {}).values() for m, op in item.items() if m in methods]
 
 
-def _to_30(node: Any) -> Any:
-    """Rewrite 3.1 JSON Schema constructs into their 3.0 spelling, everywhere in the document."""
-    if isinstance(node, list):
-        return [_to_30(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    node = {key: _to_30(value) for key, value in node.items()}
-    for combinator in ("anyOf", "oneOf"):
-        options = node.get(combinator)
-        if isinstance(options, list) and {"type": "null"} in options:
-            rest = [option for option in options if option != {"type": "null"}]
-            node.pop(combinator)
-            single = rest[0] if len(rest) == 1 else {combinator: rest}
-            # A $ref cannot have siblings in 3.0: wrap it so `nullable` applies.
-            node.update({"allOf": [single]} if "$ref" in single else single)
-            node["nullable"] = True
-    if isinstance(node.get("type"), list):
-        types = [t for t in node["type"] if t != "null"]
-        if len(types) < len(node["type"]):
-            node["nullable"] = True
-        node["type"] = types[0]
-    if isinstance(node.get("examples"), list):
-        examples = node.pop("examples")
-        if examples:
-            node["example"] = examples[0]
-    if "const" in node and not isinstance(node["const"], dict):
-        node["enum"] = [node.pop("const")]
-    return node
-
-
-def _without_unused_schemas(doc: Document) -> Document:
+def without_unused_schemas(doc: Document) -> Document:
     """`doc` keeping only the component schemas reachable from its paths."""
     schemas: dict[str, Any] = doc.get("components", {}).get("schemas", {})
     used: set[str] = set()
@@ -211,5 +140,5 @@ def _refs(node: Any) -> list[str]:
         return [ref for item in node for ref in _refs(item)]
     if not isinstance(node, dict):
         return []
-    found = [node["$ref"].removeprefix(_SCHEMAS)] if isinstance(node.get("$ref"), str) else []
+    found = [node["$ref"].removeprefix(SCHEMAS)] if isinstance(node.get("$ref"), str) else []
     return found + [ref for value in node.values() for ref in _refs(value)]

@@ -25,6 +25,11 @@ class BaseSettings(BaseModel):
         return cls.model_validate(values)
 
     def to_env(self) -> dict[str, str]:
-        """The environment variables `from_env` reads back into these settings: what the local runtime
-        gives a function's container, as infra gives the deployed function."""
-        return {name.upper(): str(value) for name, value in self.model_dump().items() if value is not None}
+        """The environment variables `from_env` reads back into these settings: the fields given when
+        they were made (the others are their defaults on both sides). What the local runtime gives a
+        function's container, as infra gives the deployed function (infra/functions.py `configure`)."""
+        return {
+            name.upper(): str(value).lower() if isinstance(value, bool) else str(value)
+            for name, value in self.model_dump(exclude_unset=True).items()
+            if value is not None
+        }

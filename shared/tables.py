@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared import topology
+
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "expiresAt"
@@ -71,34 +73,13 @@ LOANS_TABLE = TableSpec(
 )
 JOURNEYS_TABLE = TableSpec(logical_id="JourneysTable", local_name="journeys")
 
-# The consumer's timeout; the events queue's visibility timeout is 6x this (AWS guidance for SQS
-# event sources), so a message is not redelivered while a batch is still being applied.
-# 35 s: a full batch whose every message needs a ledger read that runs out its timeouts (10 x 2.8 s) still
-# ends with a margin (tests/unit/test_consumer.py).
-CONSUMER_TIMEOUT_SECONDS = 35
-# Messages per consumer invocation (the event source mapping's batch size): a batch whose every message
-# needs a ledger read still fits CONSUMER_TIMEOUT_SECONDS (tests/unit/test_consumer.py).
-CONSUMER_BATCH_SIZE = 10
 EVENTS_DLQ = QueueSpec(logical_id="EventsDlq", local_name="loan-events-dlq", retention_days=14)
 EVENTS_QUEUE = QueueSpec(
     logical_id="EventsQueue",
     local_name="loan-events",
-    visibility_timeout_seconds=6 * CONSUMER_TIMEOUT_SECONDS,
+    visibility_timeout_seconds=topology.EVENTS_QUEUE_VISIBILITY_SECONDS,
     dead_letter=EVENTS_DLQ,
     max_receive_count=3,
 )
 RELAY_FAILURES_QUEUE = QueueSpec(logical_id="RelayFailures", local_name="relay-failures", retention_days=14)
 EVENTS_TOPIC_LOCAL_NAME = "loan-events"
-
-# CloudFormation output keys of the stack: the ops CLI finds a deployed system through them.
-OUTPUT_ORCHESTRATOR_URL = "OrchestratorApiUrl"
-OUTPUT_LOANS_API_URL = "LoansApiUrl"
-OUTPUT_LOANS_TABLE = "LoansTableName"
-OUTPUT_JOURNEYS_TABLE = "JourneysTableName"
-OUTPUT_EVENTS_TOPIC = "EventsTopicArn"
-OUTPUT_EVENTS_QUEUE = "EventsQueueUrl"
-OUTPUT_EVENTS_DLQ = "EventsDlqUrl"
-OUTPUT_RELAY_FAILURES = "RelayFailuresQueueUrl"
-OUTPUT_AGENT_POLICY = "AgentInvokePolicyArn"
-OUTPUT_PENDING_SHARDS = "PendingShards"
-OUTPUT_DLQ_REDRIVE_ROLE = "DlqRedriveRoleArn"

@@ -2,13 +2,11 @@
 system built on them: the real loans-api handler and the real orchestrator service, with the real
 retry decorator between them, over a wire that can lose replies, hold attempts back for a late
 commit, or let another command land between two attempts. No sockets, no moto: every interleaving
-is deterministic, so a race is a unit test.
-
-Over 250 lines: the fakes of both services' ports and the system built on them belong together (a
-fake is only useful with the others)."""
+is deterministic, so a race is a unit test. The audit's ports have their fakes here too."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +17,8 @@ from typing import Any
 import pytest
 import urllib3
 
+from functions.auditor.audit import Truth
+from functions.auditor.service import AuditState, AuditStateConflict, EventFacts, Ledgers
 from functions.loans_api import history
 from functions.loans_api.api import create_app as create_loans_app
 from functions.loans_api.domain import Change, Ledger
@@ -330,3 +330,48 @@ class FakeLease:
     def release(self, holder: str, now: datetime) -> None:
         if self.current is not None and self.current.holder == holder:
             self.current = Lease(holder, now)
+
+
+class FakeTruths:
+    """The audit's TruthReader: loans-api's ledgers (each journey's newest event) and event items, in memory."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, list[LoanEvent]] = {}
+
+    def commit(self, event: LoanEvent) -> None:
+        self.events.setdefault(event.journeyId, []).append(event)
+
+    def ledgers(self, journey_ids: list[str]) -> Ledgers:
+        found = Ledgers()
+        for journey_id in dict.fromkeys(journey_ids):
+            if self.events.get(journey_id):
+                found.truths[journey_id] = Truth(journey_id, self.events[journey_id][-1])
+        return found
+
+    def event(self, journey_id: str, seq: int) -> EventFacts | None:
+        for event in self.events.get(journey_id, []):
+            if event.seq == seq:
+                return EventFacts(event, "NOTIFIED", event.occurredAt)
+        return None
+
+
+class FakeControlRecords(FakeJourneyStore):
+    """The Control Records the audit compares, and the store its repairs are applied through."""
+
+    def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]:
+        return {j: self.records[j] for j in journey_ids if j in self.records}
+
+
+class FakeAuditState:
+    """The scheduled audit's state item: saved only over the version it was read at."""
+
+    def __init__(self) -> None:
+        self.state = AuditState()
+
+    def get(self) -> AuditState:
+        return self.state
+
+    def put(self, state: AuditState, read: AuditState) -> None:
+        if read.version != self.state.version:
+            raise AuditStateConflict(f"the audit state moved past version {read.version}")
+        self.state = dataclasses.replace(state, version=read.version + 1)

@@ -57,13 +57,23 @@ def differences(record: JourneyView, truth: JourneyView) -> list[str]:
 
 @dataclass(frozen=True)
 class Truth:
-    """What loans-api's ledger says about one journey: its newest seq, the snapshot after it, when."""
+    """What loans-api's ledger says about one journey: its newest event, which the ledger keeps whole (so
+    it never expires, and it is what a repair applies); its seq, the snapshot after it and when follow."""
 
     journey_id: str
-    seq: int
-    snapshot: LoanSnapshot
-    updated_at: datetime | None
-    last_event: LoanEvent | None = None  # what a repair applies; kept by the ledger, so it never expires
+    last_event: LoanEvent
+
+    @property
+    def seq(self) -> int:
+        return self.last_event.seq
+
+    @property
+    def snapshot(self) -> LoanSnapshot:
+        return self.last_event.snapshot
+
+    @property
+    def updated_at(self) -> datetime:
+        return self.last_event.occurredAt
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,7 @@ def judge(record: ControlRecord | None, truth: Truth, evidence: Evidence, now: d
     """None when the record agrees with the truth; otherwise what differs and what to do about it."""
     truth_view = JourneyView.of_snapshot(truth.snapshot, truth.seq)
     if record is None:
-        since = truth.updated_at or now
+        since = truth.updated_at
         return Finding(
             journeyId=truth.journey_id,
             kind=Kind.NO_CONTROL_RECORD,
@@ -130,7 +140,7 @@ def judge(record: ControlRecord | None, truth: Truth, evidence: Evidence, now: d
         return None
     if record.lastAppliedSeq < truth.seq:
         kind = Kind.BEHIND
-        since = evidence.first_missing_at or truth.updated_at or now
+        since = evidence.first_missing_at or truth.updated_at
         road = _road_for(evidence)
     else:
         kind = Kind.AHEAD if record.lastAppliedSeq > truth.seq else Kind.DIVERGED

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Metrics
 
 from functions.auditor.service import JourneyAuditor, ScheduledAudit
-from functions.auditor.settings import AUDITOR_TIMEOUT_SECONDS, AuditorSettings
+from functions.auditor.settings import AuditorSettings
 from functions.auditor.store import AUDIT_LEASE_KEY, DynamoAuditState, DynamoChangeFinder, DynamoTruthReader
+from shared import topology
 from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.control_store import DynamoControlRecordStore
@@ -57,4 +58,6 @@ def build_audit_lease(
 ) -> Leased:
     """One scheduled audit at a time: the lease is an item of the journeys table, next to the state item."""
     store = DynamoLease(client, settings.journeys_table_name, AUDIT_LEASE_KEY)
-    return Leased(store, "auditor", timedelta(seconds=AUDITOR_TIMEOUT_SECONDS) + CLOCK_SKEW_MARGIN, metrics, clock)
+    return Leased(
+        store, "auditor", timedelta(seconds=topology.AUDITOR.timeout_seconds) + CLOCK_SKEW_MARGIN, metrics, clock
+    )

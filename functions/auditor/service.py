@@ -6,30 +6,105 @@ not the size of the tables."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import islice
+from typing import Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.auditor.audit import AuditReport, Evidence, Finding, Kind, Rebuilt, Truth, judge
-from functions.auditor.store import AuditState, AuditStateConflict, ChangeFinder, DynamoAuditState, TruthReader
 from shared import event_ids
 from shared import metric_names as names
 from shared.applier import EventApplier, Outcome
 from shared.control_record import ControlRecord
-from shared.control_store import DynamoControlRecordStore
+from shared.events import LoanEvent
 
 logger = Logger(child=True)
 
 CHUNK = 100  # journeys compared per round trip (BatchGetItem's limit)
 
 
+# -- ports: what the audit reads and writes, as it needs it (functions/auditor/store.py: on DynamoDB;
+# tests/fakes.py: in memory) -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventFacts:
+    """An event item as the audit needs it: the event (None if unreadable), its outbox status, when."""
+
+    event: LoanEvent | None
+    status: str | None
+    occurred_at: datetime | None
+
+
+@dataclass(frozen=True, order=True)
+class Change:
+    """One event in the changes index: its UUIDv7 id (so: when) and its journey."""
+
+    event_id: str
+    journey_id: str
+
+
+@dataclass
+class Ledgers:
+    truths: dict[str, Truth] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)
+
+
+class TruthReader(Protocol):
+    def ledgers(self, journey_ids: list[str]) -> Ledgers: ...
+
+    def event(self, journey_id: str, seq: int) -> EventFacts | None: ...
+
+
+class ChangeFinder(Protocol):
+    def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]: ...
+
+    def all_journeys(self) -> Iterator[str]: ...
+
+
+class ControlRecords(Protocol):
+    """The Control Records the audit compares (the applier writes its repairs through its own store)."""
+
+    def get(self, journey_id: str) -> ControlRecord | None: ...
+
+    def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]: ...
+
+
+@dataclass(frozen=True)
+class AuditState:
+    """Where the last scheduled run stopped, and the journeys it must look at again (they disagreed,
+    within the grace period or past it) until they agree."""
+
+    checked_until: datetime | None = None
+    suspects: tuple[str, ...] = ()
+    # Set when a run was capped: the next run goes on right after this eventId.
+    resume_after: str | None = None
+    # How many runs have saved it: a run saves only over the version it read (0: none yet).
+    version: int = 0
+
+
+class AuditStateConflict(Exception):
+    """Another run saved the state since this run read it: this run's state is not saved over it."""
+
+
+class AuditStateStore(Protocol):
+    """The scheduled audit's memory between runs."""
+
+    def get(self) -> AuditState: ...
+
+    def put(self, state: AuditState, read: AuditState) -> None:
+        """Save `state` over `read`, the state this run started from; AuditStateConflict if it moved."""
+        ...
+
+
 class JourneyAuditor:
     def __init__(
         self,
         truths: TruthReader,
-        records: DynamoControlRecordStore,
+        records: ControlRecords,
         applier: EventApplier,
         clock: Callable[[], datetime],
         grace_seconds: float,
@@ -85,7 +160,7 @@ class JourneyAuditor:
         elif record is not None and record.lastAppliedSeq == truth.seq - 1:
             first_missing = newest
         return Evidence(
-            newest_event=truth.last_event or (newest.event if newest else None),
+            newest_event=truth.last_event,
             newest_status=newest.status if newest else None,
             first_missing_at=first_missing.occurred_at if first_missing else None,
         )
@@ -141,7 +216,7 @@ class ScheduledAudit:
         self,
         auditor: JourneyAuditor,
         changes: ChangeFinder,
-        state: DynamoAuditState,
+        state: AuditStateStore,
         metrics: Metrics,
         clock: Callable[[], datetime],
         initial_lookback_seconds: float,

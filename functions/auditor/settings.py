@@ -2,10 +2,6 @@ from __future__ import annotations
 
 from shared.settings import BaseSettings
 
-# The auditor's function timeout (infra deploys it): its lease (shared/lease.py) outlasts it by the
-# clock-skew margin and no more.
-AUDITOR_TIMEOUT_SECONDS = 120
-
 
 class AuditorSettings(BaseSettings):
     loans_table_name: str

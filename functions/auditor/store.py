@@ -1,68 +1,30 @@
-"""What the audit reads (and the one item it writes) on DynamoDB: loans-api's ledgers and events, the
+"""The audit's ports (functions/auditor/service.py) on DynamoDB: loans-api's ledgers and events, the
 changes index, and the audit's own bookkeeping. It never writes to the loans table."""
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from functions.auditor.audit import Truth
+from functions.auditor.service import AuditState, AuditStateConflict, Change, EventFacts, Ledgers
 from shared import event_ids, outbox
+from shared.batch_read import batch_get
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef, QueryInputTypeDef, ScanInputTypeDef
 
-BATCH_GET_LIMIT = 100
 AUDIT_STATE_KEY = {"pk": "AUDIT", "sk": "STATE"}
 # The scheduled audit's lease (shared/lease.py), next to its state item.
 AUDIT_LEASE_KEY = {"pk": "AUDIT", "sk": "LEASE"}
-
-
-@dataclass(frozen=True)
-class EventFacts:
-    """An event item as the audit needs it: the event (None if unreadable), its outbox status, when."""
-
-    event: LoanEvent | None
-    status: str | None
-    occurred_at: datetime | None
-
-
-@dataclass(frozen=True, order=True)
-class Change:
-    """One event in the changes index: its UUIDv7 id (so: when) and its journey."""
-
-    event_id: str
-    journey_id: str
-
-
-@dataclass
-class Ledgers:
-    truths: dict[str, Truth] = field(default_factory=dict)
-    unreadable: list[str] = field(default_factory=list)
-
-
-class TruthReader(Protocol):
-    def ledgers(self, journey_ids: list[str]) -> Ledgers: ...
-
-    def event(self, journey_id: str, seq: int) -> EventFacts | None: ...
-
-
-class ChangeFinder(Protocol):
-    def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]: ...
-
-    def all_journeys(self) -> Iterator[str]: ...
 
 
 class DynamoTruthReader:
@@ -80,13 +42,7 @@ class DynamoTruthReader:
             journey_id = str(values.get("journeyId") or values["pk"].removeprefix(outbox.JOURNEY_PREFIX))
             try:
                 last = LoanEvent.model_validate(values["lastEvent"])  # the ledger keeps its newest event whole
-                found.truths[journey_id] = Truth(
-                    journey_id=journey_id,
-                    seq=last.seq,
-                    snapshot=last.snapshot,
-                    updated_at=last.occurredAt,
-                    last_event=last,
-                )
+                found.truths[journey_id] = Truth(journey_id=journey_id, last_event=last)
             except (KeyError, TypeError, ValueError):  # pydantic's ValidationError is a ValueError
                 found.unreadable.append(journey_id)
         return found
@@ -121,58 +77,33 @@ class DynamoChangeFinder:
         return list(islice(heapq.merge(*per_type), limit))
 
     def _changes(self, event_type: str, after: str, before: str, limit: int) -> list[Change]:
-        kwargs: QueryInputTypeDef = {
-            "TableName": self._table,
-            "IndexName": CHANGES_INDEX,
-            "KeyConditionExpression": "#type = :type AND #id > :after",
-            "ExpressionAttributeNames": {"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
-            "ExpressionAttributeValues": to_item({":type": event_type, ":after": after}),
-        }
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self._table,
+            IndexName=CHANGES_INDEX,
+            KeyConditionExpression="#type = :type AND #id > :after",
+            ExpressionAttributeNames={"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
+            ExpressionAttributeValues=to_item({":type": event_type, ":after": after}),
+            PaginationConfig={"MaxItems": limit, "PageSize": limit},
+        )
         found: list[Change] = []
-        while len(found) < limit:
-            kwargs["Limit"] = limit - len(found)
-            page = self._client.query(**kwargs)
+        for page in pages:
             for item in page.get("Items", []):
                 event_id = item[CHANGES_SORT_ATTRIBUTE]["S"]
                 if event_id >= before:
                     return found
                 found.append(Change(event_id, item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)))
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found
 
     def all_journeys(self) -> Iterator[str]:
-        kwargs: ScanInputTypeDef = {
-            "TableName": self._table,
-            "FilterExpression": "sk = :ledger",
-            "ProjectionExpression": "pk",
-            "ExpressionAttributeValues": to_item({":ledger": outbox.LEDGER_SK}),
-        }
-        while True:
-            page = self._client.scan(**kwargs)
+        pages = self._client.get_paginator("scan").paginate(
+            TableName=self._table,
+            FilterExpression="sk = :ledger",
+            ProjectionExpression="pk",
+            ExpressionAttributeValues=to_item({":ledger": outbox.LEDGER_SK}),
+        )
+        for page in pages:
             for item in page.get("Items", []):
                 yield item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)
-            if "LastEvaluatedKey" not in page:
-                return
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
-@dataclass(frozen=True)
-class AuditState:
-    """Where the last scheduled run stopped, and the journeys it must look at again (they disagreed,
-    within the grace period or past it) until they agree."""
-
-    checked_until: datetime | None = None
-    suspects: tuple[str, ...] = ()
-    # Set when a run was capped: the next run goes on right after this eventId.
-    resume_after: str | None = None
-    # How many runs have saved it: a run saves only over the version it read (0: none yet).
-    version: int = 0
-
-
-class AuditStateConflict(Exception):
-    """Another run saved the state since this run read it: this run's state is not saved over it."""
 
 
 class DynamoAuditState:
@@ -215,18 +146,6 @@ class DynamoAuditState:
             if error_code(error) == "ConditionalCheckFailedException":
                 raise AuditStateConflict(f"the audit state moved past version {read.version}") from error
             raise
-
-
-def batch_get(client: DynamoDBClient, table: str, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Strongly consistent BatchGetItem, 100 keys a call, unprocessed keys retried."""
-    for start in range(0, len(keys), BATCH_GET_LIMIT):
-        request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
-            table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": True}
-        }
-        while request:
-            response = client.batch_get_item(RequestItems=request)
-            yield from response.get("Responses", {}).get(table, [])
-            request = response.get("UnprocessedKeys") or {}
 
 
 def _time(value: Any) -> datetime | None:

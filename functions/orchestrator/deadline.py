@@ -1,7 +1,8 @@
 """One time budget per request (D8): every loans-api attempt, every retry's sleep and every DynamoDB
 call of a request draws on the same deadline, taken from the Lambda context. A step that cannot fit
 in what is left is not started: the agent gets 503 `retryable: true` before the function (or API
-Gateway, 29 s) times out and answers with a bare 502/504 instead."""
+Gateway, 29 s) times out and answers with a bare 502/504 instead. The function's timeout, and why it
+is API Gateway's less a cold init: shared/topology.py `ORCHESTRATOR`."""
 
 from __future__ import annotations
 
@@ -15,16 +16,6 @@ from shared.errors import UpstreamUnavailable
 if TYPE_CHECKING:
     from botocore.client import BaseClient
 
-# API Gateway ends every integration at 29 s (https://docs.aws.amazon.com/apigateway/latest/developerguide/
-# limits.html), and on a cold start that includes the function's init, which Lambda does not count
-# against the function's timeout. The allowance for it: the cold init measured from sources, the
-# slowest an orchestrator deploys (no python3.14 at bundling: no bytecode), 1.6 s in issue 24's run
-# (BENCHMARKS.md section 5 has this machine's figures, compiled and from sources), about twice over.
-API_GATEWAY_TIMEOUT_SECONDS = 29
-COLD_INIT_ALLOWANCE_SECONDS = 3
-# The orchestrator function's timeout: infra deploys it, the local runtime gives each request the
-# same, and tests/integration/test_deadline.py proves every command fits it, init included.
-FUNCTION_TIMEOUT_SECONDS = API_GATEWAY_TIMEOUT_SECONDS - COLD_INIT_ALLOWANCE_SECONDS
 # Kept back from the Lambda's remaining time for what follows the last budgeted step: rendering the
 # answer and returning it.
 RESPONSE_MARGIN_SECONDS = 0.5

@@ -18,7 +18,16 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.orchestrator import keys
 from functions.orchestrator.loans_gateway import Committed, LoansGateway
-from functions.orchestrator.views import actions, render_json
+from functions.orchestrator.refusals import (
+    NAMED,
+    names_current,
+    refusal,
+    refuse_if_illegal,
+    stale,
+    still_means,
+    undone,
+)
+from functions.orchestrator.views import render_json
 from shared import aws, backoff, state_machine
 from shared import metric_names as names
 from shared.applier import EventApplier
@@ -26,15 +35,10 @@ from shared.control_record import ControlRecord, new_control_record
 from shared.errors import (
     BusinessRuleViolated,
     DomainError,
-    IllegalTransition,
     InvalidRequest,
     JourneyNotFound,
     LedgerMoved,
     OutcomeUnknown,
-    QuotesExhausted,
-    SimulationLimitReached,
-    StaleAcceptance,
-    StaleSimulation,
     StoreContention,
     UpstreamUnavailable,
 )
@@ -215,7 +219,7 @@ class JourneyService:
             target = "" if named is None else named()
         except InvalidRequest:
             if gate and not state_machine.is_terminal(record.currentState):
-                self._refuse_if_illegal(self._catch_up(record), command)
+                refuse_if_illegal(self._catch_up(record), command)
             raise
         if gate and state_machine.is_settled(record.currentState, command):
             return self._settled(record, command, target)
@@ -228,25 +232,19 @@ class JourneyService:
                 record = self._catch_up(record)
                 if state_machine.is_settled(record.currentState, command):
                     return self._settled(record, command, target)
-                if isinstance(error, LedgerMoved) and _still_means(record, command, target):
+                if isinstance(error, LedgerMoved) and still_means(record, command, target):
                     self._pause(backoff.after_lost_race(decision + 1))
                     continue
-                raise _refusal(error, command, record, target) from error
+                raise refusal(error, command, record, target) from error
             record = self._applier.apply(committed.event, "reply", current=record).record
             if committed.replayed:
                 # A receipt answers with the event it recorded, which may be older than the ledger
                 # (the acceptance it recorded may have been cancelled since): answer with the truth.
                 record = self._catch_up(record)
                 if command in state_machine.SETTLED_BY and not state_machine.is_settled(record.currentState, command):
-                    if record.currentState in _STALE_IN.get(command, ()):
-                        raise _stale(command, record, target, f"the earlier {command} of it was undone since")
-                    raise IllegalTransition(
-                        f"this '{command}' was done earlier and has been undone since (the journey is "
-                        f"{record.currentState} now); availableActions lists what is legal now",
-                        actions(record),
-                    )
-                if not _names_current(record, command, target):
-                    raise _stale(command, record, target, "it was replaced since")
+                    raise undone(command, record, target)
+                if not names_current(record, command, target):
+                    raise stale(command, record, target, "it was replaced since")
             logger.info(
                 "event applied by reply",
                 extra={
@@ -273,18 +271,8 @@ class JourneyService:
             return record
         else:
             fresh = self._catch_up(record)
-        self._refuse_if_illegal(fresh, command)
+        refuse_if_illegal(fresh, command)
         return fresh
-
-    def _refuse_if_illegal(self, record: ControlRecord, command: Command) -> None:
-        """IllegalTransition with the record's actions unless `command` is legal there, or settled (a repeat)."""
-        if not (
-            state_machine.is_allowed(record.currentState, command)
-            or state_machine.is_settled(record.currentState, command)
-        ):
-            raise IllegalTransition(
-                f"'{command}' is not allowed while the journey is {record.currentState}", actions(record)
-            )
 
     def _catch_up(self, record: ControlRecord) -> ControlRecord:
         """The record brought up to loans-api's ledger by applying its newest event."""
@@ -301,9 +289,9 @@ class JourneyService:
     def _settled(self, record: ControlRecord, command: Command, target: str) -> Answer:
         """The answer to a command whose effect already stands: the record (a repeat), unless the agent
         named something else than what stands (another quote accepted, another acceptance paid)."""
-        if _names_current(record, command, target):
+        if names_current(record, command, target):
             return self._answer(record, replayed=True)
-        raise _stale(command, record, target, f"the journey is {record.currentState} with another {_NAMED[command]}")
+        raise stale(command, record, target, f"the journey is {record.currentState} with another {NAMED[command]}")
 
     def _answer(self, record: ControlRecord, replayed: bool) -> Answer:
         if replayed:
@@ -312,63 +300,3 @@ class JourneyService:
 
     def _count_replay(self) -> None:
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
-
-
-# What each command names (the Control Record's field that holds its current value), and the states in
-# which naming another one is "stale" rather than plainly illegal.
-_NAMED: dict[Command, str] = {"accept": "simulation", "disburse": "acceptance"}
-_STALE_IN: dict[Command, tuple[str, ...]] = {"accept": ("simulated", "accepted"), "disburse": ("accepted", "disbursed")}
-
-
-def _current(record: ControlRecord, command: Command) -> str | None:
-    """The id the record holds for what `command` names: its quote for accept, its acceptance for disburse."""
-    if command == "accept":
-        return None if record.simulation is None else record.simulation.simulationId
-    if command == "disburse":
-        return None if record.acceptance is None else record.acceptance.acceptanceId
-    return None
-
-
-def _names_current(record: ControlRecord, command: Command, target: str) -> bool:
-    """Does what the agent named (nothing, for simulate and cancel) stand in the record?"""
-    return command not in _NAMED or _current(record, command) == target
-
-
-def _still_means(record: ControlRecord, command: Command, target: str) -> bool:
-    """May the command be decided again on the caught-up record with the same meaning? Legal there, what
-    it names still current, and (simulate) quotes left."""
-    if not state_machine.is_allowed(record.currentState, command):
-        return False
-    if command == "simulate":
-        return record.simulationsLeft != 0
-    return _names_current(record, command, target)
-
-
-def _stale(command: Command, record: ControlRecord, target: str, why: str) -> IllegalTransition:
-    kind = _NAMED[command]
-    current = getattr(record, kind)
-    detail = (
-        f"{kind} {target} is not the journey's current {kind} ({why}); nothing was done. `{kind}` is the current "
-        f"one: act on it (availableActions carries its body) only if the customer agreed to it"
-    )
-    error_type = StaleSimulation if command == "accept" else StaleAcceptance
-    return error_type(detail, actions(record), {kind: None if current is None else current.model_dump(mode="json")})
-
-
-def _refusal(
-    error: LedgerMoved | BusinessRuleViolated, command: Command, record: ControlRecord, target: str
-) -> IllegalTransition:
-    """What the agent is told when loans-api refused the command, decided on the caught-up record."""
-    if record.currentState in _STALE_IN.get(command, ()) and not _names_current(record, command, target):
-        return _stale(command, record, target, f"the journey is {record.currentState}")
-    if command == "simulate" and (isinstance(error, SimulationLimitReached) or record.simulationsLeft == 0):
-        return QuotesExhausted(
-            f"the journey has had all its quotes; accept the current one or cancel ({error.detail})", actions(record)
-        )
-    if isinstance(error, BusinessRuleViolated):
-        return IllegalTransition(error.detail, actions(record))
-    return IllegalTransition(
-        f"the journey changed since '{command}' was decided: it is {record.currentState} now, and nothing was done; "
-        "availableActions lists what is legal now (read the journey to see what changed)",
-        actions(record),
-    )

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from functions.orchestrator.retry import RetryPolicy
 from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
 from shared.loans_client import COLD_READ_TIMEOUT_SECONDS
 from shared.settings import BaseSettings
+
+_SCHEDULE = RetryPolicy()
 
 
 class OrchestratorSettings(BaseSettings):
@@ -17,8 +20,9 @@ class OrchestratorSettings(BaseSettings):
     # that meets a cold start is not cut off and retried into another. tests/integration/test_deadline.py
     # runs every command's worst case with it.
     loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS
-    retry_attempts: int = 5
-    retry_base_delay: float = 1.0
-    retry_multiplier: float = 2.0
-    retry_max_jitter: float = 0.1
+    # The retry schedule's defaults are functions/orchestrator/retry.py's.
+    retry_attempts: int = _SCHEDULE.attempts
+    retry_base_delay: float = _SCHEDULE.base_delay
+    retry_multiplier: float = _SCHEDULE.multiplier
+    retry_max_jitter: float = _SCHEDULE.max_jitter
     receipt_ttl_seconds: int = DEFAULT_RECEIPT_TTL_SECONDS

@@ -86,10 +86,11 @@ class ContainerPool:
     with its `environment`, in up to `max_containers` worker processes, each invocation with the
     function's timeout: what runs locally is what runs in AWS, entry point included."""
 
-    def __init__(self, name: str, entry: str, environment: dict[str, str], max_containers: int = 4,
-                 function_timeout: float = 30.0) -> None:  # fmt: skip
+    def __init__(self, name: str, entry: str, environment: dict[str, str], max_containers: int = 4, *,
+                 function_timeout: float) -> None:  # fmt: skip
         self.name = name
-        self._function_timeout = function_timeout
+        self.entry = entry
+        self.function_timeout = function_timeout
         self._timeout = function_timeout + 30.0
         self._pool = ProcessPoolExecutor(
             max_workers=max_containers,
@@ -104,10 +105,10 @@ class ContainerPool:
         if event is None:
             self._pool.submit(_started).result(timeout=self._timeout)
         else:
-            self._pool.submit(_invoke, event, self.name, self._function_timeout).result(timeout=self._timeout)
+            self._pool.submit(_invoke, event, self.name, self.function_timeout).result(timeout=self._timeout)
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return self._pool.submit(_invoke, event, self.name, self._function_timeout).result(timeout=self._timeout)
+        return self._pool.submit(_invoke, event, self.name, self.function_timeout).result(timeout=self._timeout)
 
     def stop(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

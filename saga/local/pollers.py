@@ -1,8 +1,8 @@
-"""Event sources as Lambda runs them, for the local runtime and the tests: a DynamoDB Streams poller
-(batches, partial batch failure -> retry from the failed record, bisect on function error, bounded
-retries, then the on-failure destination) and an SQS poller (batches of up to 10, delete only what
-succeeded, failures come back after their visibility timeout and move to the DLQ by the queue's
-own redrive policy)."""
+"""Event sources as Lambda runs them, for the local runtime and the tests, configured by default as
+shared/topology.py declares the deployed ones: a DynamoDB Streams poller (batches, partial batch
+failure -> retry from the failed record, bisect on function error, bounded retries, then the
+on-failure destination) and an SQS poller (batches, delete only what succeeded, failures come back
+after their visibility timeout and move to the DLQ by the queue's own redrive policy)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from aws_lambda_powertools import Logger
 
 from saga.local.apigw import LambdaContextStub
 from shared.entry_points import Handler
-from shared.tables import CONSUMER_BATCH_SIZE
+from shared.topology import EVENTS_QUEUE_SOURCE, RELAY_STREAM
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
@@ -44,19 +44,23 @@ class StreamPoller:
         stream_arn: str,
         handler: Handler,
         function_name: str = "relay",
-        batch_size: int = 100,
-        max_retries: int = 3,
-        bisect_on_error: bool = True,
+        batch_size: int = RELAY_STREAM.batch_size,
+        max_retries: int = RELAY_STREAM.retries,
+        bisect_on_error: bool = RELAY_STREAM.bisect_on_error,
         on_failure: Callable[[dict[str, Any]], None] | None = None,
+        admits: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self._streams = streams
         self._arn = stream_arn
         self.handler = handler  # the function the poller invokes (a test may swap it between polls)
         self._name = function_name
-        self._batch_size = batch_size
-        self._max_retries = max_retries
-        self._bisect = bisect_on_error
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.bisect_on_error = bisect_on_error
         self._on_failure = on_failure
+        # The mapping's filter (shared/topology.py `StreamSource.admits`); None delivers every record, as
+        # to an endpoint without filters.
+        self.admits = admits
         self._iterators: dict[str, str | None] = {}
 
     def poll_once(self) -> int:
@@ -66,12 +70,13 @@ class StreamPoller:
         for shard_id, iterator in list(self._iterators.items()):
             if iterator is None:
                 continue
-            page = self._streams.get_records(ShardIterator=iterator, Limit=self._batch_size)
+            page = self._streams.get_records(ShardIterator=iterator, Limit=self.batch_size)
             self._iterators[shard_id] = page.get("NextShardIterator")
             records = [{**r, "eventSourceARN": self._arn} for r in page.get("Records", [])]
-            if records:
-                read += len(records)
-                self._deliver(records, shard_id)
+            read += len(records)
+            delivered = [r for r in records if self.admits is None or self.admits(r)]
+            if delivered:
+                self._deliver(delivered, shard_id)
         return read
 
     def _discover_shards(self) -> None:
@@ -91,11 +96,11 @@ class StreamPoller:
             if not failed and not errored:
                 continue
             retries += 1
-            if retries > self._max_retries:
+            if retries > self.max_retries:
                 self._send_to_on_failure(batch, errored, shard_id)
                 retries = 0
                 continue
-            if errored and self._bisect and len(batch) > 1:
+            if errored and self.bisect_on_error and len(batch) > 1:
                 middle = len(batch) // 2
                 batches[:0] = [batch[:middle], batch[middle:]]
             elif errored:
@@ -149,7 +154,7 @@ class SqsPoller:
         queue_arn: str,
         handler: Handler,
         function_name: str = "consumer",
-        batch_size: int = CONSUMER_BATCH_SIZE,  # the stack's event source mapping's
+        batch_size: int = EVENTS_QUEUE_SOURCE.batch_size,
         redelivery_seconds: int | None = None,
     ) -> None:
         self._sqs = sqs
@@ -157,14 +162,14 @@ class SqsPoller:
         self._arn = queue_arn
         self.handler = handler
         self._name = function_name
-        self._batch_size = batch_size
+        self.batch_size = batch_size
         self._redelivery = redelivery_seconds
 
     def poll_once(self) -> int:
         # Short polls only: a long poll would hold the local endpoint while it waits.
         messages = self._sqs.receive_message(
             QueueUrl=self._url,
-            MaxNumberOfMessages=self._batch_size,
+            MaxNumberOfMessages=self.batch_size,
             WaitTimeSeconds=0,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],

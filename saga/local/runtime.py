@@ -1,11 +1,10 @@
 """`saga local`: the whole system on one machine. moto in server mode is the AWS endpoint; both APIs
 are real HTTP servers calling the same Lambda handler code; pollers drive the relay and the
 consumer as Lambda event source mappings would; the sweeper runs on a short interval. Each function
-gets its own Settings, passed explicitly (no shared environment).
-
-One module, though long: it is the local system's composition root, the one place that knows which
-server, container pool and poller stands for which deployed resource, in the order they must start
-(and stop); its parts (moto, the servers, the pools, the pollers) are modules of their own."""
+gets its own Settings, passed explicitly (no shared environment), and runs with the entry point,
+timeout and event source settings shared/topology.py declares for the deployed one. This is the local
+system's composition root: which server, container pool and poller stands for which deployed resource,
+in the order they must start (and stop)."""
 
 from __future__ import annotations
 
@@ -21,9 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aws_lambda_powertools import Logger, Metrics
 
 from functions.consumer.settings import ConsumerSettings
-from functions.loans_api.settings import FUNCTION_TIMEOUT_SECONDS as LOANS_FUNCTION_TIMEOUT_SECONDS
 from functions.loans_api.settings import LoansSettings
-from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import EventPublisher
@@ -35,13 +32,15 @@ from saga.local.http_server import ApiServer
 from saga.local.moto_server import AwsFaultsClient, MotoProcess
 from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
-from shared import aws, entry_points
-from shared import metric_names as names
+from shared import aws, topology
 from shared.entry_points import Handler
 from shared.settings import BaseSettings
+from shared.topology import Function
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
+    from mypy_boto3_sqs import SQSClient
 
 logger = Logger(service="saga-local", child=True)
 T = TypeVar("T")
@@ -96,7 +95,53 @@ class RuntimeConfig:
 
 def _environment(settings: BaseSettings, service: str) -> dict[str, str]:
     """A function's environment: its settings, and the Powertools variables infra sets for it."""
-    return {**settings.to_env(), "POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE}
+    return {**settings.to_env(), **topology.powertools_environment(service)}
+
+
+def function_pool(declared: Function, settings: BaseSettings, max_containers: int) -> ContainerPool:
+    """The containers of a deployed function: its entry point, its environment (from `settings`) and its
+    timeout, as shared/topology.py declares them."""
+    return ContainerPool(
+        declared.service,
+        declared.entry_point,
+        _environment(settings, declared.service),
+        max_containers,
+        function_timeout=declared.timeout_seconds,
+    )
+
+
+def relay_stream_poller(
+    streams: DynamoDBStreamsClient, stream_arn: str, relay: Handler, on_failure: Callable[[dict[str, Any]], None]
+) -> StreamPoller:
+    """The loans table's stream feeding the relay, as its deployed event source mapping does."""
+    source = topology.RELAY_STREAM
+    return StreamPoller(
+        streams,
+        stream_arn,
+        relay,
+        function_name=source.function.service,
+        batch_size=source.batch_size,
+        max_retries=source.retries,
+        bisect_on_error=source.bisect_on_error,
+        on_failure=on_failure,
+        admits=source.admits,
+    )
+
+
+def events_poller(
+    sqs: SQSClient, queue_url: str, queue_arn: str, consumer: Handler, redelivery_seconds: int | None
+) -> SqsPoller:
+    """The events queue feeding the consumer, as its deployed event source mapping does."""
+    source = topology.EVENTS_QUEUE_SOURCE
+    return SqsPoller(
+        sqs,
+        queue_url,
+        queue_arn,
+        consumer,
+        function_name=source.function.service,
+        batch_size=source.batch_size,
+        redelivery_seconds=redelivery_seconds,
+    )
 
 
 def scheduled_event(region: str) -> dict[str, Any]:
@@ -159,13 +204,7 @@ class LocalRuntime:
         loans_settings = LoansSettings(
             region=c.region, aws_endpoint_url=endpoint, loans_table_name=resources.loans_table
         )
-        loans = ContainerPool(
-            "loans-api",
-            entry_points.LOANS_API,
-            _environment(loans_settings, names.LOANS_API),
-            c.max_containers,
-            function_timeout=LOANS_FUNCTION_TIMEOUT_SECONDS,
-        )
+        loans = function_pool(topology.LOANS_API, loans_settings, c.max_containers)
         self._pools.append(loans)
         loans_server = _listening(
             "loans-api", c.host, c.loans_port, lambda: ApiServer("loans-api", loans, c.host, c.loans_port, self.health)
@@ -177,13 +216,7 @@ class LocalRuntime:
             journeys_table_name=resources.journeys_table,
             loans_api_url=c.loans_api_url or loans_server.url,
         )
-        orchestrator = ContainerPool(
-            "orchestrator",
-            entry_points.ORCHESTRATOR,
-            _environment(orchestrator_settings, names.ORCHESTRATOR),
-            c.max_containers,
-            function_timeout=FUNCTION_TIMEOUT_SECONDS,  # each request gets the deployed budget
-        )
+        orchestrator = function_pool(topology.ORCHESTRATOR, orchestrator_settings, c.max_containers)
         self._pools.append(orchestrator)
         orchestrator_server = _listening(
             "orchestrator", c.host, c.port, lambda: ApiServer("orchestrator", orchestrator, c.host, c.port, self.health)
@@ -218,17 +251,14 @@ class LocalRuntime:
 
         relay: Handler
         if c.relay_publisher_wrapper is None:
-            relay = self._container("relay", entry_points.RELAY, relay_settings, names.RELAY)
+            relay = self._container(topology.RELAY, relay_settings)
         else:  # a fault hook inside the composition (chaos): the composition root, in this process
             publisher = c.relay_publisher_wrapper(relay_bootstrap.sns_publisher(relay_settings))
             relay = _with_metrics_flushed(
                 relay_bootstrap.build_stream_handler(relay_settings, metrics, publisher), metrics
             )
-        stream = StreamPoller(
-            aws.client("dynamodbstreams", c.region, endpoint),
-            resources.loans_stream_arn,
-            relay,
-            on_failure=to_relay_failures,
+        stream = relay_stream_poller(
+            aws.client("dynamodbstreams", c.region, endpoint), resources.loans_stream_arn, relay, to_relay_failures
         )
         queue_arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
@@ -241,13 +271,11 @@ class LocalRuntime:
             journeys_table_name=resources.journeys_table,
             loans_api_url=loans_api_url,
         )
-        consumer: Handler = self._container("consumer", entry_points.CONSUMER, consumer_settings, names.CONSUMER)
+        consumer: Handler = self._container(topology.CONSUMER, consumer_settings)
         if c.consumer_wrapper is not None:
             consumer = c.consumer_wrapper(consumer)
-        events = SqsPoller(
-            sqs, resources.events_queue_url, queue_arn, consumer, redelivery_seconds=c.redelivery_seconds
-        )
-        sweeper = self._container("sweeper", entry_points.SWEEPER, relay_settings, names.SWEEPER)
+        events = events_poller(sqs, resources.events_queue_url, queue_arn, consumer, c.redelivery_seconds)
+        sweeper = self._container(topology.SWEEPER, relay_settings)
 
         def sweep() -> int:
             sweeper(scheduled_event(c.region), None)
@@ -264,9 +292,9 @@ class LocalRuntime:
             if name not in c.disabled
         ]
 
-    def _container(self, name: str, entry: str, settings: BaseSettings, service: str) -> ContainerPool:
+    def _container(self, declared: Function, settings: BaseSettings) -> ContainerPool:
         """A poller's function, run through its Lambda entry point in a container of its own."""
-        pool = ContainerPool(name, entry, _environment(settings, service), max_containers=1)
+        pool = function_pool(declared, settings, max_containers=1)
         pool.warm()
         self._pools.append(pool)
         return pool

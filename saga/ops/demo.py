@@ -6,18 +6,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from saga import bedrock_export
 from saga.ops.target import Http, Target, Unreachable
-from shared import openapi
 
 
 def openapi_document(target: Target, api: str = "orchestrator", fmt: str = "openapi") -> dict[str, Any]:
     """The OpenAPI document `api` serves (3.1), or with fmt "bedrock" its export for an Amazon Bedrock
-    Agents action group (3.0.0; shared/openapi.py says what changes)."""
+    Agents action group (3.0.0; saga/bedrock_export.py says what changes)."""
     base = target.api_url if api == "orchestrator" else target.loans_api_url
     status_code, document = Http(target).call("GET", f"{base}/openapi.json")
     if status_code != 200 or not isinstance(document, dict):
         raise Unreachable(f"{api} answered {status_code} for /openapi.json: {str(document)[:300]}")
-    return openapi.bedrock(document) if fmt == "bedrock" else document
+    return bedrock_export.export(document) if fmt == "bedrock" else document
 
 
 def example_body(document: dict[str, Any], reference: str, choose: dict[str, Any] | None = None) -> dict[str, Any]:

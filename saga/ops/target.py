@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import botocore.session
 import urllib3
 
-from shared import aws, tables
+from shared import aws, stack_outputs, tables
 from shared.loans_client import SigV4Signer
 
 if TYPE_CHECKING:
@@ -103,18 +103,18 @@ def target_from_outputs(outputs: dict[str, str], region: str) -> Target:
     return Target(
         region,
         None,
-        outputs[tables.OUTPUT_LOANS_TABLE],
-        outputs[tables.OUTPUT_JOURNEYS_TABLE],
-        outputs[tables.OUTPUT_EVENTS_QUEUE],
-        outputs[tables.OUTPUT_EVENTS_DLQ],
-        outputs[tables.OUTPUT_RELAY_FAILURES],
-        outputs[tables.OUTPUT_ORCHESTRATOR_URL].rstrip("/"),
-        outputs[tables.OUTPUT_LOANS_API_URL].rstrip("/"),
+        outputs[stack_outputs.OUTPUT_LOANS_TABLE],
+        outputs[stack_outputs.OUTPUT_JOURNEYS_TABLE],
+        outputs[stack_outputs.OUTPUT_EVENTS_QUEUE],
+        outputs[stack_outputs.OUTPUT_EVENTS_DLQ],
+        outputs[stack_outputs.OUTPUT_RELAY_FAILURES],
+        outputs[stack_outputs.OUTPUT_ORCHESTRATOR_URL].rstrip("/"),
+        outputs[stack_outputs.OUTPUT_LOANS_API_URL].rstrip("/"),
         signed=True,
         # A stack older than this output was deployed with the default.
-        pending_shards=int(outputs.get(tables.OUTPUT_PENDING_SHARDS, tables.PENDING_SHARDS)),
+        pending_shards=int(outputs.get(stack_outputs.OUTPUT_PENDING_SHARDS, tables.PENDING_SHARDS)),
         # A stack older than this output admits anyone's redrive.
-        redrive_role_arn=outputs.get(tables.OUTPUT_DLQ_REDRIVE_ROLE),
+        redrive_role_arn=outputs.get(stack_outputs.OUTPUT_DLQ_REDRIVE_ROLE),
     )
 
 

@@ -11,14 +11,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from saga.verify.checks import Check, Deployment, Failed
-from shared import metric_names
+from shared import metric_names, stack_outputs
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch.type_defs import DimensionFilterTypeDef, MetricAlarmTypeDef
     from mypy_boto3_sqs import SQSClient
 
-DASHBOARD_OUTPUT = "DashboardName"
-ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
 Metric = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
@@ -45,7 +43,9 @@ def metrics_present(deployment: Deployment) -> str:
     ListMetrics shows a metric up to 15 minutes after it is first written, and none not written in two
     weeks (docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_ListMetrics.html)."""
     cloudwatch = deployment.cloudwatch
-    body = json.loads(cloudwatch.get_dashboard(DashboardName=deployment.outputs[DASHBOARD_OUTPUT])["DashboardBody"])
+    body = json.loads(
+        cloudwatch.get_dashboard(DashboardName=deployment.outputs[stack_outputs.OUTPUT_DASHBOARD])["DashboardBody"]
+    )
     charted = dashboard_metrics(body)
     missing, quiet = [], []
     for namespace, name, dimensions in charted:
@@ -108,7 +108,7 @@ def _listening(deployment: Deployment, topic: str) -> Iterator[str]:
 def alarm_path(deployment: Deployment) -> str:
     """One of the stack's alarms set to ALARM (SetAlarmState) notifies the alarm topic: a queue this
     check subscribes for the test receives it. The alarm is set back to the state it had."""
-    topic = deployment.outputs[ALARM_TOPIC_OUTPUT]
+    topic = deployment.outputs[stack_outputs.OUTPUT_ALARM_TOPIC]
     alarms = _stack_alarms(deployment)
     if not alarms:
         raise Failed("the stack has no alarm")

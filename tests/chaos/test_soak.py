@@ -5,8 +5,7 @@ service (saga/local/aws_faults.py), the relay dying between publish and mark and
 mid-batch now and then (as chaos 5/6). After the drain, every journey is checked against loans-api,
 and the ledger of figures is printed (and appended to SOAK_LEDGER_FILE when set: `make soak`).
 
-Over 250 lines: one scenario, the system it runs on and its verification, which read in order; the
-agents are in soak_agents.py."""
+The agents are in soak_agents.py."""
 
 from __future__ import annotations
 

@@ -19,9 +19,8 @@ import boto3
 import urllib3
 
 from saga.local.resources import LocalResources
-from saga.verify.signals import ALARM_TOPIC_OUTPUT, DASHBOARD_OUTPUT
 from shared import metric_names as names
-from shared import tables
+from shared import stack_outputs as keys
 from shared.capacity import DEFAULT_CAPACITY
 from shared.outbox import EVENT_PREFIX
 from tests.e2e.fake_aws import _AUTHORIZATION
@@ -130,16 +129,16 @@ def template(spec: StackSpec, resources: LocalResources, apis: dict[str, str], q
         "FunctionName": f"{spec.name}-consumer", "EventSourceArn": queue_arn, "BatchSize": 10,
         "ScalingConfig": {"MaximumConcurrency": spec.consumer_concurrency}}}  # fmt: skip
     outputs = {
-        tables.OUTPUT_ORCHESTRATOR_URL: apis["orchestrator"], tables.OUTPUT_LOANS_API_URL: apis["loans-api"],
-        tables.OUTPUT_LOANS_TABLE: resources.loans_table, tables.OUTPUT_JOURNEYS_TABLE: resources.journeys_table,
-        tables.OUTPUT_EVENTS_QUEUE: resources.events_queue_url, tables.OUTPUT_EVENTS_DLQ: resources.events_dlq_url,
-        tables.OUTPUT_RELAY_FAILURES: resources.relay_failures_url, DASHBOARD_OUTPUT: f"{spec.name}-dashboard",
+        keys.OUTPUT_ORCHESTRATOR_URL: apis["orchestrator"], keys.OUTPUT_LOANS_API_URL: apis["loans-api"],
+        keys.OUTPUT_LOANS_TABLE: resources.loans_table, keys.OUTPUT_JOURNEYS_TABLE: resources.journeys_table,
+        keys.OUTPUT_EVENTS_QUEUE: resources.events_queue_url, keys.OUTPUT_EVENTS_DLQ: resources.events_dlq_url,
+        keys.OUTPUT_RELAY_FAILURES: resources.relay_failures_url, keys.OUTPUT_DASHBOARD: f"{spec.name}-dashboard",
     }  # fmt: skip
     return {
         "Resources": body,
         "Outputs": {
             **{key: {"Value": value} for key, value in outputs.items()},
-            ALARM_TOPIC_OUTPUT: {"Value": {"Ref": "AlarmTopic"}},
+            keys.OUTPUT_ALARM_TOPIC: {"Value": {"Ref": "AlarmTopic"}},
         },
     }
 
@@ -174,7 +173,7 @@ def deploy(spec: StackSpec, resources: LocalResources, apis: dict[str, str]) -> 
     cloudformation.create_stack(StackName=spec.name, TemplateBody=json.dumps(body))
     cloudwatch = boto3.client("cloudwatch", region_name=REGION, endpoint_url=endpoint)
     topic = cloudformation.describe_stacks(StackName=spec.name)["Stacks"][0]["Outputs"]
-    topic_arn = next(o["OutputValue"] for o in topic if o["OutputKey"] == ALARM_TOPIC_OUTPUT)
+    topic_arn = next(o["OutputValue"] for o in topic if o["OutputKey"] == keys.OUTPUT_ALARM_TOPIC)
     cloudwatch.put_metric_alarm(  # moto's CloudFormation has no alarms: named as CloudFormation names them
         AlarmName=f"{spec.name}-ObservabilityEventsDlqNotEmpty-1A2B3C", Namespace="AWS/SQS",
         MetricName="ApproximateNumberOfMessagesVisible", Statistic="Maximum", Period=60, EvaluationPeriods=1,

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from shared import tables
+from shared import stack_outputs
 from tests.fakes import InProcessOrchestrator
 
 REGION = "eu-west-3"
@@ -39,13 +39,13 @@ class FakeAws(ThreadingHTTPServer):
 
     def stacks_xml(self) -> str:
         outputs = {
-            tables.OUTPUT_ORCHESTRATOR_URL: f"{self.url}{STAGE}/",
-            tables.OUTPUT_LOANS_API_URL: f"{self.url}/loans/",
-            tables.OUTPUT_LOANS_TABLE: "loans",
-            tables.OUTPUT_JOURNEYS_TABLE: "journeys",
-            tables.OUTPUT_EVENTS_QUEUE: f"{self.url}/q/events",
-            tables.OUTPUT_EVENTS_DLQ: f"{self.url}/q/dlq",
-            tables.OUTPUT_RELAY_FAILURES: f"{self.url}/q/relay",
+            stack_outputs.OUTPUT_ORCHESTRATOR_URL: f"{self.url}{STAGE}/",
+            stack_outputs.OUTPUT_LOANS_API_URL: f"{self.url}/loans/",
+            stack_outputs.OUTPUT_LOANS_TABLE: "loans",
+            stack_outputs.OUTPUT_JOURNEYS_TABLE: "journeys",
+            stack_outputs.OUTPUT_EVENTS_QUEUE: f"{self.url}/q/events",
+            stack_outputs.OUTPUT_EVENTS_DLQ: f"{self.url}/q/dlq",
+            stack_outputs.OUTPUT_RELAY_FAILURES: f"{self.url}/q/relay",
         }
         members = "".join(
             f"<member><OutputKey>{key}</OutputKey><OutputValue>{value}</OutputValue></member>"

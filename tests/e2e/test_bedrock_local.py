@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from functions.orchestrator.settings import OrchestratorSettings
+from saga import bedrock_export
 from saga.cli_servers import default_region
 from saga.local.containers import ContainerPool
-from shared import entry_points, openapi
+from shared import entry_points
 from shared import metric_names as names
 from shared.tables import JOURNEYS_TABLE
+from shared.topology import BEDROCK_EXECUTOR
 from tests.bedrock_events import action_event
 
 pytestmark = pytest.mark.slow
@@ -34,7 +35,13 @@ def executor(system) -> Iterator[ContainerPool]:
     )
     environment = {**settings.to_env(), "POWERTOOLS_SERVICE_NAME": "bedrock-executor",
                    "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE}  # fmt: skip
-    pool = ContainerPool("bedrock-executor", entry_points.BEDROCK_EXECUTOR, environment, 1, FUNCTION_TIMEOUT_SECONDS)
+    pool = ContainerPool(
+        "bedrock-executor",
+        entry_points.BEDROCK_EXECUTOR,
+        environment,
+        1,
+        function_timeout=BEDROCK_EXECUTOR.timeout_seconds,
+    )
     yield pool
     pool.stop()
 
@@ -43,7 +50,7 @@ def test_the_deployed_entry_point_replays_a_retried_invocation_and_answers_a_409
     _, document, _ = system.call("GET", f"{system.api_url}/openapi.json")
     paths = {
         spec["operationId"]: (path, method.upper())
-        for path, item in openapi.bedrock(document)["paths"].items()
+        for path, item in bedrock_export.export(document)["paths"].items()
         for method, spec in item.items()
     }
 

@@ -99,7 +99,7 @@ def gauge_entry(event: dict, context: object) -> dict:
 def test_a_container_with_metrics_off_never_prints_them_however_long_it_runs(capfd):
     # Given a function container with metrics off, as `saga local` runs every function
     environment = {"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_METRICS_NAMESPACE": "LoanSagaTests"}
-    pool = ContainerPool("gauges", f"{__name__}.gauge_entry", environment, max_containers=1)
+    pool = ContainerPool("gauges", f"{__name__}.gauge_entry", environment, max_containers=1, function_timeout=30.0)
     try:
         # When it is invoked more often than Powertools keeps values of one metric (100: ~8 min of sweeps)
         for _ in range(MAX_METRICS + 1):

@@ -1,5 +1,5 @@
-"""Adversary's tests for issue 24's deploy fixes, read against AWS's documented rules: each names a
-defect found by attack and fails until it is fixed."""
+"""Adversary's tests of the deploy, read against AWS's documented rules: each names a defect found by
+attack and fails until it is fixed."""
 
 from __future__ import annotations
 

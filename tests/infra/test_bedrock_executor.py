@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.bedrock import OUTPUT_AGENT_ROLE, OUTPUT_EXECUTOR_ARN
 from shared import entry_points
+from shared.stack_outputs import OUTPUT_AGENT_ROLE, OUTPUT_EXECUTOR_ARN
 from tests.infra.template import of_type
 
 

@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
-from functions.auditor.settings import AUDITOR_TIMEOUT_SECONDS
-from functions.orchestrator.deadline import API_GATEWAY_TIMEOUT_SECONDS, COLD_INIT_ALLOWANCE_SECONDS
 from functions.relay.settings import SWEEPER_TIMEOUT_SECONDS
 from infra import packaging
 from shared import metric_names as names
+from shared import topology
 from shared.lease import CLOCK_SKEW_MARGIN
 from tests.infra.template import by_logical_prefix, of_type
 
@@ -250,7 +249,7 @@ def test_a_lease_outlives_the_longest_run_it_guards(deployed):
     functions = functions_of(deployed)
     for prefix, seconds in (
         ("FunctionsSweeper", SWEEPER_TIMEOUT_SECONDS),
-        ("FunctionsAuditor", AUDITOR_TIMEOUT_SECONDS),
+        ("FunctionsAuditor", topology.AUDITOR.timeout_seconds),
     ):
         [timeout] = [f["Timeout"] for name, f in functions.items() if name.startswith(prefix)]
         assert timeout == seconds
@@ -263,7 +262,7 @@ def test_the_orchestrator_answers_within_api_gateways_29_seconds_even_cold(deplo
     phase runs before the invocation and outside its timeout): a cold orchestrator's init plus its
     whole timeout must fit in API Gateway's 29 s, or a cold worst case ends as a bare 504."""
     orchestrator = by_logical_prefix(deployed, "AWS::Lambda::Function", "FunctionsOrchestrator")
-    assert orchestrator["Timeout"] + COLD_INIT_ALLOWANCE_SECONDS <= API_GATEWAY_TIMEOUT_SECONDS == 29
+    assert orchestrator["Timeout"] + topology.COLD_INIT_ALLOWANCE_SECONDS <= topology.API_GATEWAY_TIMEOUT_SECONDS == 29
 
 
 # -- alarms -----------------------------------------------------------------------------------------

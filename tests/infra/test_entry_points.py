@@ -8,8 +8,7 @@ replaced by the local resource that stands for the resource they name, and nothi
 environment variable that no Settings field reads, or a Settings field that is required and unset,
 fails here.
 
-Over 250 lines: one deployed run (the module fixture) and the checks made on it; the harness is in
-tests/infra/deployment.py."""
+The harness is in tests/infra/deployment.py."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from shared import metric_names as names
-from shared import tables
+from shared import stack_outputs as keys
 from tests.infra.template import by_logical_prefix, of_type
 
 
@@ -132,7 +132,7 @@ def test_an_alarm_email_subscribes_that_address_to_the_alarms(variant):
 
 def test_outputs_name_everything_the_ops_cli_reads(template):
     outputs = template.to_json()["Outputs"]
-    for key in (tables.OUTPUT_ORCHESTRATOR_URL, tables.OUTPUT_LOANS_API_URL, tables.OUTPUT_LOANS_TABLE,
-                tables.OUTPUT_JOURNEYS_TABLE, tables.OUTPUT_EVENTS_QUEUE, tables.OUTPUT_EVENTS_DLQ,
-                tables.OUTPUT_RELAY_FAILURES, tables.OUTPUT_AGENT_POLICY, tables.OUTPUT_EVENTS_TOPIC):  # fmt: skip
+    for key in (keys.OUTPUT_ORCHESTRATOR_URL, keys.OUTPUT_LOANS_API_URL, keys.OUTPUT_LOANS_TABLE,
+                keys.OUTPUT_JOURNEYS_TABLE, keys.OUTPUT_EVENTS_QUEUE, keys.OUTPUT_EVENTS_DLQ,
+                keys.OUTPUT_RELAY_FAILURES, keys.OUTPUT_AGENT_POLICY, keys.OUTPUT_EVENTS_TOPIC):  # fmt: skip
         assert key in outputs

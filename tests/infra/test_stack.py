@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from functions.orchestrator.deadline import FUNCTION_TIMEOUT_SECONDS
 from saga.local.resources import table_definition
-from shared import capacity, entry_points, tables
+from shared import capacity, entry_points, tables, topology
 from shared import metric_names as names
 from shared.tables import EVENTS_DLQ, EVENTS_QUEUE, JOURNEYS_TABLE, LOANS_TABLE
 from tests.infra.template import by_logical_prefix, of_type, stage_of
@@ -184,7 +183,7 @@ def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powerto
 def test_the_orchestrator_fits_api_gateways_29_seconds(resources):
     orchestrator = by_logical_prefix(resources, "AWS::Lambda::Function", "FunctionsOrchestrator")
     # the deployed timeout is the one every request budgets against (tests/integration/test_deadline.py)
-    assert orchestrator["Timeout"] == FUNCTION_TIMEOUT_SECONDS < 29
+    assert orchestrator["Timeout"] == topology.ORCHESTRATOR.timeout_seconds < 29
     assert orchestrator["Environment"]["Variables"]["SIGN_LOANS_REQUESTS"] == "true"
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from saga.verify import configuration, signals
 from shared import metric_names as names
+from shared import stack_outputs
 from tests.infra.template import of_type
 
 
@@ -75,4 +76,4 @@ def test_the_layer_and_every_function_are_on_the_architecture_verify_checks(reso
 
 def test_the_outputs_verify_reads_are_there(template):
     outputs = template.to_json()["Outputs"]
-    assert {signals.DASHBOARD_OUTPUT, signals.ALARM_TOPIC_OUTPUT} <= set(outputs)
+    assert {stack_outputs.OUTPUT_DASHBOARD, stack_outputs.OUTPUT_ALARM_TOPIC} <= set(outputs)

@@ -14,7 +14,7 @@ from shared.dynamo import from_item, to_item
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef, TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
     from mypy_boto3_sqs import SQSClient
 
@@ -62,11 +62,6 @@ def error_of(call: Callable[[], object]) -> tuple[str, int, Mapping[str, Any]]:
 
 def scan(dynamodb: DynamoDBClient, table: str) -> list[dict[str, Any]]:
     """Every item of `table`, read strongly consistent, in key order."""
-    items: list[dict[str, Any]] = []
-    kwargs: ScanInputTypeDef = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = dynamodb.scan(**kwargs)
-        items += [from_item(item) for item in page["Items"]]
-        if "LastEvaluatedKey" not in page:
-            return sorted(items, key=lambda i: (i["pk"], i["sk"]))
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    pages = dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True)
+    items = [from_item(item) for page in pages for item in page["Items"]]
+    return sorted(items, key=lambda i: (i["pk"], i["sk"]))

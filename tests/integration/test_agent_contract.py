@@ -1,4 +1,4 @@
-"""The agent's contract (issue 12): OpenAPI documents worth generating tools from, the Bedrock Agents
+"""The agent's contract: OpenAPI documents worth generating tools from, the Bedrock Agents
 export, links that name their operation and body schema, and Idempotency-Keys that belong to their
 caller."""
 
@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
 
-from shared import openapi
+from saga import bedrock_export
 from tests.support import ApiClient, json_of
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def test_a_standard_validator_accepts_every_valid_amount(orchestrator, amount):
 
 def test_the_bedrock_export_is_within_bedrocks_openapi_30_subset(orchestrator):
     # Given the served document, exported for a Bedrock Agents action group
-    exported = openapi.bedrock(served(orchestrator))
+    exported = bedrock_export.export(served(orchestrator))
     # Then it is valid OpenAPI 3.0.0, with no 3.1-only constructs left
     assert exported["openapi"] == "3.0.0"
     validate(exported, cls=OpenAPIV30SpecValidator)
@@ -136,7 +136,7 @@ def test_parameter_enums_move_into_the_description_in_the_bedrock_export():
             }
         },
     }
-    [parameter] = openapi.bedrock(document)["paths"]["/x"]["get"]["parameters"]
+    [parameter] = bedrock_export.export(document)["paths"]["/x"]["get"]["parameters"]
     assert parameter == {"name": "p", "in": "query", "description": "A mode. One of: a, b.", "schema": {}}
 
 

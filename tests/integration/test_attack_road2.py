@@ -1,4 +1,4 @@
-"""Adversary's tests for road 2's D15 changes (issue 23 point 2): each names a defect found by attack and
+"""Adversary's tests for road 2's confirmation against the ledger (D15): each names a defect found by attack and
 fails until it is fixed."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from functions.auditor.audit import Kind
-from functions.auditor.service import JourneyAuditor
-from functions.auditor.store import DynamoTruthReader, EventFacts, Ledgers
+from functions.auditor.service import EventFacts, JourneyAuditor, Ledgers
+from functions.auditor.store import DynamoTruthReader
 from shared.applier import EventApplier
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.events import LoanEvent

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from functions.orchestrator import bedrock, bootstrap
+from saga import bedrock_export
 from saga.links import link_body
 from saga.local.apigw import LambdaContextStub
 from saga.local.inprocess import InProcessHttp
-from shared import openapi
 from shared.entry_points import Handler
 from tests.bedrock_events import ACTION_GROUP, action_event
 from tests.integration.journeys import truth
@@ -36,7 +36,7 @@ def executor(orchestrator_settings, loans_http: InProcessHttp, sleeps) -> Handle
 @pytest.fixture
 def api_paths(orchestrator) -> dict[str, tuple[str, str]]:
     """operationId -> (apiPath, httpMethod), as the exported schema declares them."""
-    exported = openapi.bedrock(json_of(orchestrator.get("/openapi.json")))
+    exported = bedrock_export.export(json_of(orchestrator.get("/openapi.json")))
     return {
         spec["operationId"]: (path, method.upper())
         for path, item in exported["paths"].items()

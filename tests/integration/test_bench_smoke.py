@@ -18,7 +18,7 @@ def test_a_smoke_run_writes_every_figure_and_the_report_renders_again_from_its_m
                     "### Dollars per 1M journeys", "| **total** |", "pending-outbox", "SMOKE RUN"):  # fmt: skip
         assert section in report, section
     assert "| simulate | 4 |" in report  # the critical path of a loans-backed command
-    assert "| issue-23 | " in report  # the input guard's first worst body
+    assert "| unclosed-escapes | " in report  # the input guard's first worst body
     # And rendering its measured file again, measuring nothing, gives the same report
     again = tmp_path / "again.md"
     assert main(["--render-only", "--measured", str(out.with_suffix(".json")), "--out", str(again)]) == 0

@@ -13,15 +13,12 @@ from typing import Any
 import pytest
 
 from functions.orchestrator import bootstrap
-from functions.orchestrator.deadline import (
-    COLD_INIT_ALLOWANCE_SECONDS,
-    FUNCTION_TIMEOUT_SECONDS,
-    RESPONSE_MARGIN_SECONDS,
-)
+from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
 from saga.local.inprocess import InProcessHttp
 from shared import aws
+from shared.topology import COLD_INIT_ALLOWANCE_SECONDS, ORCHESTRATOR
 from tests.integration.journeys import truth_names
 from tests.support import FakeClock, json_of, quiet_metrics
 
@@ -117,10 +114,10 @@ def test_every_command_answers_within_the_function_timeout(
         "POST", f"/journeys/{journey}/{name}", headers, None if body is None else json.dumps(body).encode()
     )
     # When the command runs
-    response = http_response(handler(event, LambdaContextStub("orchestrator", FUNCTION_TIMEOUT_SECONDS)))
+    response = http_response(handler(event, LambdaContextStub("orchestrator", ORCHESTRATOR.timeout_seconds)))
     # Then it answers, within the function's timeout, and so, after a cold init of up to the allowance,
     # before API Gateway's 29 s (which count the init); never a 5xx that is not retryable
-    assert clock.now <= FUNCTION_TIMEOUT_SECONDS - RESPONSE_MARGIN_SECONDS, clock.now
+    assert clock.now <= ORCHESTRATOR.timeout_seconds - RESPONSE_MARGIN_SECONDS, clock.now
     assert COLD_INIT_ALLOWANCE_SECONDS + clock.now < API_GATEWAY_INTEGRATION_TIMEOUT
     assert response.status in (200, 409, 503), response.body
     if response.status == 503:

@@ -1,7 +1,7 @@
-"""The local HTTP server's framing (issue 12): a request whose body cannot be delimited is answered
+"""The local HTTP server's framing: a request whose body cannot be delimited is answered
 with a problem and the connection closed, never a hang or a silent drop; a chunked body reaches the
 function whole, and the connection stays usable. The local servers' own refusals of a request line or
-headers too large to read (issue 23) are problem+json too, not http.server's HTML page."""
+headers too large to read are problem+json too, not http.server's HTML page."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The input edges of both APIs (issues 12 and 23): every input below once answered 500 `retryable: true`,
+"""The input edges of both APIs: every input below once answered 500 `retryable: true`,
 was priced wrong, answered a body hundreds of times its own size, or took up to 51 s to be refused. Each
 must be a small problem+json 4xx that changes nothing, on both APIs, through the same guard (how long
 each takes is bench/input_guard.py's to measure, not a test's)."""

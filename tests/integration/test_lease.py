@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from functions.auditor import bootstrap as auditor_bootstrap
+from functions.auditor.service import AuditState, AuditStateConflict
 from functions.auditor.settings import AuditorSettings
-from functions.auditor.store import AuditState, AuditStateConflict, DynamoAuditState
+from functions.auditor.store import DynamoAuditState
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.service import SweepReport
 from functions.relay.settings import SWEEPER_TIMEOUT_SECONDS

@@ -1,9 +1,7 @@
 """Model-based test: Hypothesis drives the real handlers on a moto server through random interleavings
 of agent commands, lost replies, relay crashes, duplicated / reordered / delayed / stale backstop
 deliveries and sweeps. Invariants hold after every step; once quiescent, every Control Record equals
-loans-api's truth.
-
-Over 250 lines: one Hypothesis state machine, whose rules and invariants only make sense together."""
+loans-api's truth."""
 
 from __future__ import annotations
 
@@ -40,13 +38,13 @@ from saga.local.pollers import StreamPoller
 from saga.local.resources import provision
 from saga.ops.journeys import compare
 from shared import aws
-from shared.dynamo import from_item
 from shared.idempotency import Receipt
 from tests.crashes import RelayDiesAfterPublish
+from tests.integration.aws_calls import scan
 from tests.support import ApiClient, json_of, quiet_metrics
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef
+    pass
 
 # A reply lost not at all, once (the retry replays it), or on every attempt (the agent gets a 503);
 # or attempts abandoned by the orchestrator that reach loans-api later (`late_commits`): the first
@@ -199,14 +197,7 @@ class JourneyModel(RuleBasedStateMachine):
     # -- invariants ---------------------------------------------------------------------------
 
     def _loans_items(self) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        kwargs: ScanInputTypeDef = {"TableName": self.resources.loans_table, "ConsistentRead": True}
-        while True:
-            page = self.dynamodb.scan(**kwargs)
-            items += [from_item(i) for i in page["Items"]]
-            if "LastEvaluatedKey" not in page:
-                return items
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return scan(self.dynamodb, self.resources.loans_table)
 
     @invariant()
     def at_most_one_disbursement_and_receipts_agree_with_the_domain(self) -> None:

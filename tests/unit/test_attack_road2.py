@@ -1,4 +1,4 @@
-"""Adversary's tests for road 2's D15 changes (issue 23 point 2), with the consumer's fakes: each names
+"""Adversary's tests for road 2's confirmation against the ledger (D15), with the consumer's fakes: each names
 a defect found by attack and fails until it is fixed."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_dlq_list_never_calls_a_forged_message_committed_by_loans_api():
 
 
 def test_a_confirmation_that_meets_a_cold_loans_api_is_not_cut_off():
-    # Given the orchestrator's per-attempt read timeout, sized (issue 24) to outlast a cold loans-api as it
+    # Given the orchestrator's per-attempt read timeout, sized to outlast a cold loans-api as it
     # may deploy (import + init 1.58 s from sources, BENCHMARKS.md section 5)
     sized_for_a_cold_start = OrchestratorSettings.model_fields["loans_read_timeout"].default
     # When the consumer confirms an event (D15) against the same loans-api, with its one attempt

@@ -67,7 +67,7 @@ PRINTED_IN_SENTENCES = {
         "as the AWS endpoint). Reproduce with `make bench` (this run: 286 s)."
     ),
     "write-unit-goal": (
-        "**Goal (issue 19)**: our billed write units per journey within 1.5x of the peer's, keeping atomicity: "
+        "**Goal**: our billed write units per journey within 1.5x of the peer's, keeping atomicity: "
         "58 / 26 = 2.23x: MISSED."
     ),
     "prices-read-on": "### Dollars per 1M journeys (us-east-1 on-demand list prices read 2026-11-30, bench/prices.py)",

@@ -22,7 +22,7 @@ from shared.applier import EventApplier, Outcome
 from shared.control_record import ControlRecord, new_control_record
 from shared.events import LoanEvent
 from shared.loans_client import TransientLoansError
-from shared.tables import CONSUMER_BATCH_SIZE, CONSUMER_TIMEOUT_SECONDS
+from shared.topology import CONSUMER, EVENTS_QUEUE_SOURCE
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -244,4 +244,4 @@ def test_a_batch_of_ledger_reads_all_timing_out_fits_the_consumers_timeout():
     # read runs out both its timeouts, Then the batch still ends before the function's timeout (with
     # a margin for the batch's DynamoDB calls), so a loans-api outage fails messages, not the function
     defaults = ConsumerSettings(journeys_table_name="t", loans_api_url="http://loans")
-    assert CONSUMER_BATCH_SIZE * bootstrap.ledger_read_seconds(defaults) <= CONSUMER_TIMEOUT_SECONDS - 5
+    assert EVENTS_QUEUE_SOURCE.batch_size * bootstrap.ledger_read_seconds(defaults) <= CONSUMER.timeout_seconds - 5

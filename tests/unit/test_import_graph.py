@@ -1,6 +1,6 @@
-"""The cold start's import graph (issue 15): a handler module imports neither boto3's s3transfer nor the
+"""The cold start's import graph: a handler module imports neither boto3's s3transfer nor the
 X-Ray SDK, and the tracer still records the handler and its AWS calls when tracing is on. Nor does it
-import the typed clients' stubs (issue 18): those are dev dependencies, for the type checker only."""
+import the typed clients' stubs: those are dev dependencies, for the type checker only."""
 
 from __future__ import annotations
 

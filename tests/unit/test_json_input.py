@@ -1,4 +1,4 @@
-"""How both APIs read a JSON body (shared/json_input.py, issue 23): exactly, and never by a scan that
+"""How both APIs read a JSON body (shared/json_input.py): exactly, and never by a scan that
 retries from inside what it already read. The worst bodies found (bench/input_guard.py, which times
 them) each get the answer they must: the guard refuses the unreadable ones (400), and the request
 models refuse the rest (422). No test here times anything: the benchmark does."""

@@ -1,9 +1,6 @@
 """`saga mcp` without sockets: the tools the real orchestrator app's document makes, what a tool call
 sends and answers, and the server's own retries, with the real HTTP adapter over an in-process wire
-that can lose a reply after the command committed. Every parameter name comes from the document.
-
-Over 250 lines: every test drives the same tools over the same in-process orchestrator; split, the
-halves would share all their helpers."""
+that can lose a reply after the command committed. Every parameter name comes from the document."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ def by_id(document: dict[str, Any]) -> dict[str, Operation]:
 
 
 def renamed(document: dict[str, Any], old: str, new: str) -> dict[str, Any]:
-    """The document with a path parameter renamed everywhere (issue 12 renames journey_id to journeyId)."""
+    """The document with a path parameter renamed everywhere (an older document spelled journeyId journey_id)."""
     text = json.dumps(document).replace("{" + old + "}", "{" + new + "}").replace(f'"{old}"', f'"{new}"')
     changed: dict[str, Any] = json.loads(text)
     return changed
@@ -63,7 +63,7 @@ def test_a_renamed_path_parameter_is_what_the_tool_takes(document):
 
 
 def test_a_link_becomes_a_tool_call_by_its_operation_id_or_its_path_and_an_unknown_one_stays_a_link(document):
-    # Given a renamed document and a record whose links name their operation (issue 12 adds operationId)
+    # Given a renamed document and a record whose links name their operation (operationId)
     (old,) = by_id(document)["acceptSimulation"].path_parameters
     api = FakeOrchestratorApi(renamed(document, old, "journeyRef"))
     tools = JourneyTools(api, api.document)

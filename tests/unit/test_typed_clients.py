@@ -1,4 +1,4 @@
-"""Every AWS client in the repo has its service's type (issue 18). `shared.aws.client` returns the typed
+"""Every AWS client in the repo has its service's type. `shared.aws.client` returns the typed
 client of the service's mypy-boto3 stubs and mypy strict checks every call on it, up to the point where a
 client is handed to something that takes `Any` (or `object`, or no annotation at all): from there on
 nothing is checked. This guard finds such a hand-over by convention, reading the sources (no import, a

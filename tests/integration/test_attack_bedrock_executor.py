@@ -1,4 +1,4 @@
-"""Attacks on the Bedrock Agents action-group executor (issue 26): events shaped as
+"""Attacks on the Bedrock Agents action-group executor: events shaped as
 https://docs.aws.amazon.com/bedrock/latest/userguide/agents-lambda.html shows them (tests/bedrock_events.py),
 through the orchestrator's own code path, as tests/integration/test_bedrock_executor.py drives it."""
 

@@ -1,4 +1,4 @@
-"""Attacks on `saga mcp` (issue 26): waiting for an orchestrator that is not up yet, and results that
+"""Attacks on `saga mcp`: waiting for an orchestrator that is not up yet, and results that
 must conform to each tool's declared outputSchema (MCP: "Servers MUST provide structured results that
 conform to this schema"; the mcp SDK's client validates them and raises when they do not)."""
 

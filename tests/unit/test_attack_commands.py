@@ -1,5 +1,5 @@
-"""Adversarial review of issue 23 (points 1, 4, 5): each test is a defect found by attacking the named
-commands, the truthful answers and the quote cap on the deterministic fakes (tests/fakes.py), through the
+"""Adversarial review: each test is a defect found by attacking the named commands, the truthful answers
+and the quote cap on the deterministic fakes (tests/fakes.py), through the
 orchestrator's real app where the answer's wire shape is the point. Each fails on the code it was written
 against; the report that came with it says the scenario and a suggested fix."""
 

@@ -1,4 +1,4 @@
-"""Adversarial review of issue 23, point 5 over moto: loans-api's bounded journey read is exact at the
+"""Adversarial review over moto: loans-api's bounded journey read is exact at the
 page's edge (HISTORY_PAGE and one more) for every kind of history, and the ledger position it shows is
 the ledger's. Straight at loans-api (tests/integration/conftest.py)."""
 

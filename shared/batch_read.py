@@ -1,0 +1,61 @@
+"""Reading many items by key (DynamoDB BatchGetItem), one way everywhere: at most 100 keys a call,
+strongly consistent, and the keys DynamoDB leaves unprocessed (throttling, a response over 16 MB) asked
+for again after a pause that doubles, a bounded number of rounds. AWS: "If DynamoDB returns any
+unprocessed items, you should retry the batch operation on those items. However, we strongly recommend
+that you use an exponential backoff algorithm"
+(https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html). What is still
+unprocessed after the last round is an error, never a silent gap: a caller that took a missing item for
+an absent one would decide on it (a Control Record "missing", a journey "never seen")."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef
+
+# BatchGetItem's limit of keys per call.
+BATCH_GET_LIMIT = 100
+# Calls per 100 keys at most, and the pause before the second: 50 ms, then 100, 200, 400 (0.75 s in all,
+# with up to as much again of jitter).
+MAX_ROUNDS = 5
+FIRST_PAUSE_SECONDS = 0.05
+
+
+class BatchReadIncomplete(Exception):
+    """Some keys were still unprocessed after the last round: the read did not finish (retry it later)."""
+
+
+def batch_get(
+    client: DynamoDBClient,
+    table: str,
+    keys: list[dict[str, Any]],
+    *,
+    rounds: int = MAX_ROUNDS,
+    sleep: Callable[[float], None] = time.sleep,
+    unit_random: Callable[[], float] = random.random,
+) -> list[dict[str, Any]]:
+    """The items of `table` at `keys` (DynamoDB's attribute maps), strongly consistent; an item that
+    does not exist is left out. BatchReadIncomplete when keys are still unprocessed after `rounds` calls."""
+    items: list[dict[str, Any]] = []
+    for start in range(0, len(keys), BATCH_GET_LIMIT):
+        request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
+            table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": True}
+        }
+        for round_number in range(rounds):
+            if round_number:
+                pause = FIRST_PAUSE_SECONDS * 2 ** (round_number - 1)
+                sleep(pause * (1 + unit_random()))
+            response = client.batch_get_item(RequestItems=request)
+            items += response.get("Responses", {}).get(table, [])
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+        if request:
+            left = len(request[table]["Keys"])
+            raise BatchReadIncomplete(f"{left} keys of {table} still unprocessed after {rounds} BatchGetItem calls")
+    return items
