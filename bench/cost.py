@@ -11,6 +11,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools import Metrics
@@ -31,7 +32,7 @@ from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, pro
 from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import SqsPoller, StreamPoller
-from saga.local.resources import provision
+from saga.local.resources import LocalResources, provision
 from shared import aws
 
 JOURNEY = ("create", "simulate", "re-simulate", "accept", "disburse")
@@ -62,6 +63,8 @@ class JourneyCost:
     per_command: dict[str, int]
     invocations: Counter[str] = field(default_factory=Counter)
     billed_ms: dict[str, list[int]] = field(default_factory=dict)  # per function
+    # The sweeper's reads at steady state (ours only: `sweeper_cost`); not part of the journey's units.
+    sweeper: dict[str, float] = field(default_factory=dict)
 
     def figures(self) -> dict[str, Any]:
         """What was counted, as bench/measured.json keeps it (bench/report.py bills it)."""
@@ -73,6 +76,7 @@ class JourneyCost:
             "invocations": dict(self.invocations),
             "billedMs": {name: sum(ms) for name, ms in self.billed_ms.items()},
             "perCommand": dict(self.per_command),
+            **({"sweeper": dict(self.sweeper)} if self.sweeper else {}),
         }
 
 
@@ -165,6 +169,40 @@ def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bo
         if (stream.poll_once() if design == "ours" else 0) + queue.poll_once() == 0:
             break
     usage = meter.since(start)
+    swept = sweeper_cost(r, meter, metrics, events=loans_fn.invocations) if design == "ours" else {}
     functions = {"orchestrator": orchestrator, "loans-api": loans_fn, "relay": relay, "consumer": consumer}
     invocations = Counter({name: fn.invocations for name, fn in functions.items()})
-    return JourneyCost(usage, per_command, invocations, {name: fn.billed_ms for name, fn in functions.items()})
+    billed = {name: fn.billed_ms for name, fn in functions.items()}
+    return JourneyCost(usage, per_command, invocations, billed, swept)
+
+
+# The events one sweep finds at the stack's default rate: 20 journeys/s (shared/capacity.py), 4 events each,
+# one run a minute (infra/functions.py SCHEDULED).
+EVENTS_PER_RUN_AT_DEFAULT_RATE = 20 * 4 * 60
+
+
+def sweeper_cost(r: LocalResources, meter: Meter, metrics: Metrics, events: int) -> dict[str, float]:
+    """What the sweeper reads per event at steady state: a run over the journey's events once they are past
+    its threshold (all NOTIFIED by then, as nearly every event is), less a run that finds nothing new (its
+    cursors and its pages of the changes index, the same whatever the rate); that idle cost is then spread
+    over a run's events at the default rate."""
+    settings = RelaySettings(
+        aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn
+    )
+    later = datetime.now(UTC) + timedelta(seconds=settings.sweep_threshold_seconds + 1)
+    sweeper = relay_bootstrap.build_sweeper(settings, metrics, clock=lambda: later)
+    before = meter.snapshot()
+    found = sweeper.sweep()
+    first = meter.since(before)
+    before = meter.snapshot()
+    sweeper.sweep()
+    idle = meter.since(before)
+    per_event = (first.rcu - idle.rcu) / events
+    return {
+        "events": float(events),
+        "republished": float(found.republished),
+        "readUnitsPerEvent": per_event,
+        "readUnitsPerIdleRun": idle.rcu,
+        "writeUnitsPerRun": idle.wcu,
+        "readUnitsPerEventAtDefaultRate": per_event + idle.rcu / EVENTS_PER_RUN_AT_DEFAULT_RATE,
+    }

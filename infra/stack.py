@@ -101,8 +101,6 @@ class LoanSagaStack(Stack):
         loans_api.grant_invoke_route(fns.consumer, *LEDGER_READ)
 
         fns.loans_api.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
-        # Writer and sweeper agree on the pending index's shards (sized for the target rate).
-        fns.loans_api.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
         orchestrator_environment = {  # also the Bedrock executor's: the same code
             "JOURNEYS_TABLE_NAME": data.journeys.table_name,
             "LOANS_API_URL": loans_api.api.url.rstrip("/"),
@@ -116,7 +114,6 @@ class LoanSagaStack(Stack):
         for outbox_worker in (fns.relay, fns.sweeper):
             outbox_worker.add_environment("LOANS_TABLE_NAME", data.loans.table_name)
             outbox_worker.add_environment("EVENTS_TOPIC_ARN", messaging.topic.topic_arn)
-            outbox_worker.add_environment("PENDING_SHARDS", str(capacity.pending_shards))
 
         road_2 = EventSources(
             self, "EventSources", loans_table=data.loans, functions=fns, messaging=messaging, capacity=capacity
@@ -155,7 +152,6 @@ class LoanSagaStack(Stack):
             tables.OUTPUT_EVENTS_DLQ: messaging.dlq.queue_url,
             tables.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
             tables.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
-            tables.OUTPUT_PENDING_SHARDS: str(capacity.pending_shards),
             tables.OUTPUT_DLQ_REDRIVE_ROLE: messaging.redrive_role.role_arn,
             "DashboardName": self.observability.dashboard.dashboard_name,
             "AlarmTopicArn": self.observability.alarm_topic.topic_arn,

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from functions.consumer.service import EventRejected, Ledger, confirmed
 from functions.loans_api.store import DynamoLoanStore
-from functions.relay.outbox_store import DynamoOutboxStore
+from functions.relay.settings import RelaySettings
+from functions.relay.sweeper import DynamoSweepStore, pending_now
 from saga.ops.target import Target
 from shared.applier import already_applied
 from shared.clock import utc_now
@@ -20,11 +21,12 @@ if TYPE_CHECKING:
 
 
 def status(target: Target) -> dict[str, Any]:
-    """The outbox (pending, oldest pending age, unreadable items) and the queues' depths."""
-    outbox = DynamoOutboxStore(target.dynamodb(), target.loans_table, target.pending_shards)
-    page = outbox.oldest_pending(1)
-    oldest = page.oldest_occurred_at()
-    age = 0.0 if oldest is None else max(0.0, (utc_now() - oldest).total_seconds())
+    """The outbox (pending, oldest pending age, unreadable items) and the queues' depths. The outbox is
+    what the sweeper sees: the items it keeps to revisit, and every event from its cursors' margin on."""
+    now = utc_now()
+    margin = RelaySettings.model_fields["sweep_margin_seconds"].default
+    found = pending_now(DynamoSweepStore(target.dynamodb(), target.loans_table), now, margin)
+    age = 0.0 if found.oldest is None else max(0.0, (now - found.oldest).total_seconds())
     sqs = target.sqs()
 
     def depth(url: str) -> dict[str, int]:
@@ -38,9 +40,9 @@ def status(target: Target) -> dict[str, Any]:
 
     return {
         "outbox": {
-            "pending": outbox.count_pending(),
+            "pending": found.pending,
             "oldestPendingAgeSeconds": round(age, 3),
-            "unreadable": len(page.unreadable),
+            "unreadable": found.unreadable,
         },
         "queues": {
             "events": depth(target.events_queue_url),
