@@ -419,7 +419,8 @@ class DynamoSweepStore:
                 if round_ < MAX_BATCH_GET_ROUNDS - 1:
                     self._sleep(pause)
                     pause *= 2
-            left: list[Any] = list(request.get(self._table, {}).get("Keys", []))
+            rest: Any = request.get(self._table) or {}
+            left: list[Any] = list(rest.get("Keys", []))
             unread += [by_key[(key["pk"]["S"], key["sk"]["S"])] for key in left]
         return found, unread
 
