@@ -128,7 +128,10 @@ SCALE_NOTES = """## How to read it, and what is not modelled
   follow the table's partitions), the parallelization factor is.
 * Not modelled: cold-start bursts (Lambda adds 1,000 concurrent executions per function every 10 s),
   on-demand tables' ramp (double the previous peak within 30 minutes; pre-warm with warm throughput),
-  retries under throttling, and the sweeper (one run a minute; each reads every event once, whole)."""
+  retries under throttling, and the sweeper: one run a minute reads every event once, whole, by 100 per
+  call, at most 50,000 per event type and 40 s per run (functions/relay/settings.py), which carries a few
+  hundred journeys/s (two `SimulationCreated` each); past that its cursors fall behind (each run goes on
+  from where the last stopped), and an event ahead of a cursor is not yet in the outbox age it reports."""
 
 
 def main(argv: list[str] | None = None) -> int:

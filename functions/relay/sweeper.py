@@ -21,10 +21,11 @@ time), and the sweeper walks each partition from a cursor it keeps in the loans 
   bad item never pins the cursor. When that list is full, the cursor stops before the first item that
   does not fit (or stays where it was), so every such item is still read, counted and retried on every
   run; the run logs why at ERROR and the outbox age it reports keeps rising until someone acts.
-* Every PENDING item found (republished, kept to revisit, or ahead of a stopped cursor) counts in the
+* Every PENDING item found (republished, or kept to revisit however far behind the cursor) counts in the
   oldest PENDING age (`OldestPendingOutboxAgeSeconds`, the dashboard's outbox age and its alarm).
 * Each run is bounded: index entries per partition, republished events and wall time; a bounded run
-  moves the cursor to where it stopped and the next run goes on from there.
+  moves the cursor to where it stopped and the next run goes on from there. What it left unexamined may
+  be PENDING, so the age it reports counts from where it stopped: a sweeper falling behind alarms.
 
 The cursor is saved only forward (a conditional write): two overlapping runs never move it back.
 """
@@ -130,6 +131,12 @@ class _Tally:
     revisits: int = 0
     cursor_held: bool = False
 
+    def behind(self, since: datetime) -> None:
+        """A cursor stopped at `since` with events ahead of it unexamined: the outbox age cannot be less
+        than theirs (they may be PENDING), so it counts from there."""
+        if self.oldest is None or since < self.oldest:
+            self.oldest = since
+
     def found_pending(self, occurred_at: datetime | None) -> None:
         self.pending += 1
         if occurred_at is not None and (self.oldest is None or occurred_at < self.oldest):
@@ -195,8 +202,11 @@ class OutboxSweeper:
         # Where the cursor may go: the horizon when every fresh entry was examined, else the last examined.
         if len(examined_fresh) == len(fresh) and not more:
             new_after = max(after, horizon)
-        else:
+        else:  # stopped early: what lies ahead is not examined yet, so it counts as possibly pending
             new_after = examined_fresh[-1].event_id if examined_fresh else after
+            tally.behind(_time_of(new_after))
+            logger.warning("sweep stopped before its horizon: the next run goes on from its cursor",
+                           extra={"partition": cursor.partition, "cursor": new_after})  # fmt: skip
         margin_held = reread and any(e not in settled and e not in unsettled for e in behind)
         keep = [e for e in queue if e in unsettled]
         # A revisit already kept is never dropped (the list only shrinks when the limit is lowered).

@@ -193,3 +193,24 @@ def test_when_the_revisit_list_is_full_the_cursor_waits_and_nothing_is_dropped(
     later = now + timedelta(hours=1)
     again = relay_bootstrap.build_sweeper(settings, quiet_metrics("sweeper"), clock=lambda: later).sweep()
     assert (again.unreadable, again.pending, again.cursor_held) == (4, 4, True)
+
+
+def test_a_bounded_sweep_stops_its_cursor_where_it_stopped_counts_what_is_ahead_and_the_next_goes_on(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings: RelaySettings
+):
+    # Given three stale events of one partition, all NOTIFIED, and runs that read two index entries each
+    events = [stale_event(f"bounded-{n}", 1, minutes_ago=10 - n) for n in range(3)]
+    put(dynamodb, resources, *({**outbox.outbox_item(e), "status": {"S": outbox.NOTIFIED}} for e in events))
+    settings = relay_settings.model_copy(update={"sweep_max_entries_per_partition": 2})
+    now = datetime.now(UTC)
+    sweeper = relay_bootstrap.build_sweeper(settings, quiet_metrics("sweeper"), clock=lambda: now)
+    # When the sweeper runs
+    first = sweeper.sweep()
+    # Then its cursor stops at the second event, and what lies ahead (unexamined, maybe PENDING) is in the age
+    assert cursors(dynamodb, resources)["JourneyCancelled"].after == events[1].eventId
+    assert (first.pending, first.republished) == (0, 0)
+    assert first.oldest_age_seconds >= 9 * 60 - 1
+    # And the next run goes on from there to the horizon: nothing is pending, the age is zero
+    second = sweeper.sweep()
+    assert cursors(dynamodb, resources)["JourneyCancelled"].after == event_ids.lower_bound(now - THRESHOLD)
+    assert (second.pending, second.oldest_age_seconds) == (0, 0.0)
