@@ -208,9 +208,13 @@ class OutboxSweeper:
             logger.warning("sweep stopped before its horizon: the next run goes on from its cursor",
                            extra={"partition": cursor.partition, "cursor": new_after})  # fmt: skip
         margin_held = reread and any(e not in settled and e not in unsettled for e in behind)
-        keep = [e for e in queue if e in unsettled]
+        # Revisits a run had no time for stay on the list (and count, as the suspects they are).
+        unreached = [e for e in cursor.revisits if e not in settled and e not in unsettled]
+        for entry in unreached:
+            tally.found_pending(entry.occurred_at())
+        keep = [e for e in queue if e in unsettled or e in unreached]
         # A revisit already kept is never dropped (the list only shrinks when the limit is lowered).
-        room = max(lim.max_revisits, sum(1 for e in cursor.revisits if e in unsettled))
+        room = max(lim.max_revisits, sum(1 for e in cursor.revisits if e in unsettled or e in unreached))
         if len(keep) > room:
             overflow = keep[room]
             keep = keep[:room]

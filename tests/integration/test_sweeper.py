@@ -214,3 +214,24 @@ def test_a_bounded_sweep_stops_its_cursor_where_it_stopped_counts_what_is_ahead_
     second = sweeper.sweep()
     assert cursors(dynamodb, resources)["JourneyCancelled"].after == event_ids.lower_bound(now - THRESHOLD)
     assert (second.pending, second.oldest_age_seconds) == (0, 0.0)
+
+
+def test_a_sweep_out_of_time_keeps_its_revisits_and_its_cursor_and_still_counts_them(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings: RelaySettings
+):
+    # Given an unreadable item a first sweep kept to revisit, and a newer stale event it has not seen
+    put(dynamodb, resources, unreadable_pending_item("slow", minutes_ago=6))
+    now = datetime.now(UTC)
+    relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper"), clock=lambda: now).sweep()
+    before = cursors(dynamodb, resources)["JourneyCancelled"]
+    put(dynamodb, resources, outbox.outbox_item(stale_event("unseen", 1, minutes_ago=-3)))
+    # When a sweep runs with no time left at all (its budget spent before its first batch)
+    spent = relay_settings.model_copy(update={"sweep_budget_seconds": 0.0})
+    later = now + timedelta(minutes=5)
+    report = relay_bootstrap.build_sweeper(spent, quiet_metrics("sweeper"), clock=lambda: later).sweep()
+    # Then it republished nothing, kept the revisit, left the unseen event's cursor before it, and the age
+    # still counts the item
+    assert (report.republished, report.revisits) == (0, 1)
+    assert [e.event_id for e in cursors(dynamodb, resources)["SimulationCreated"].revisits] != []
+    assert cursors(dynamodb, resources)["JourneyCancelled"].after == before.after
+    assert report.oldest_age_seconds >= 11 * 60 - 1
