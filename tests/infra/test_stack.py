@@ -40,6 +40,9 @@ def test_the_loans_table_streams_new_images_and_has_one_index_the_changes_index_
     # No index of pending events (D7): the sweeper walks journey-changes, and no attribute of it is defined
     assert set(indexes) == {tables.CHANGES_INDEX}
     assert "pendingShard" not in {a["AttributeName"] for a in loans["AttributeDefinitions"]}
+    # And the local runtime's table is the same: one index, no pending one
+    local = table_definition(LOANS_TABLE, LOANS_TABLE.local_name)
+    assert [index["IndexName"] for index in local["GlobalSecondaryIndexes"]] == [tables.CHANGES_INDEX]
     # The audit's and the sweeper's index: every event by type and time, keys only (small, and no write on NOTIFIED)
     changes = indexes[tables.CHANGES_INDEX]
     assert [k["AttributeName"] for k in changes["KeySchema"]] == ["type", "eventId"]
