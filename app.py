@@ -6,7 +6,7 @@ Context flags: `-c dev=true` for a stack that can be torn down (tables and logs 
 `-c stackName=NAME` to deploy more than one copy; `-c apiGatewayAccountRole=false` to leave API Gateway's
 account-wide CloudWatch role alone (by default the stack sets it where none is set, never over one; see docs/DEPLOY.md);
 `-c alarmEmail=ADDRESS` to subscribe an address to the alarms; `-c targetJourneysPerSecond=N` to size the
-pending index's shards, the agent API's throttle, the consumer's concurrency and the relay's
+agent API's throttle, the consumer's concurrency and the relay's
 parallelization factor for N journeys per second (shared/capacity.py, docs/SCALE.md; default 20);
 `-c bedrockAgent=true` to add Amazon Bedrock Agents' action-group executor (infra/bedrock.py; docs/DEPLOY.md)."""
 

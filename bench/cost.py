@@ -11,13 +11,15 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import botocore.session
 from aws_lambda_powertools import Metrics
 
 from bench import peer
-from bench.billing import Usage
-from bench.meter import Meter
+from bench.billing import Usage, item_size
+from bench.meter import RAW_BUDGET, Meter
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
 from functions.loans_api import bootstrap as loans_bootstrap
@@ -26,13 +28,18 @@ from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
+from functions.relay.sweeper import PARTITIONS
 from saga.links import link_body
 from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, proxy_event
 from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import SqsPoller, StreamPoller
-from saga.local.resources import provision
-from shared import aws
+from saga.local.resources import LocalResources, provision
+from shared import aws, topology
+from shared.capacity import DEFAULT_TARGET_JOURNEYS_PER_SECOND
+from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE
+
+_SWEEP_PERIOD_SECONDS = 60 * (topology.SWEEPER.schedule_minutes or 1)
 
 JOURNEY = ("create", "simulate", "re-simulate", "accept", "disburse")
 SIMULATE = {"amount": 10000, "termMonths": 36}
@@ -64,6 +71,8 @@ class JourneyCost:
     billed_ms: dict[str, list[int]] = field(default_factory=dict)  # per function
     # What the journey leaves stored in loans-api's table once drained (bench/meter.py `stored`).
     stored_bytes: dict[str, int] = field(default_factory=dict)
+    # The sweeper's reads at steady state (ours only: `sweeper_cost`); not part of the journey's units.
+    sweeper: dict[str, float] = field(default_factory=dict)
 
     def figures(self) -> dict[str, Any]:
         """What was counted, as bench/measured.json keeps it (bench/report.py bills it)."""
@@ -76,6 +85,7 @@ class JourneyCost:
             "billedMs": {name: sum(ms) for name, ms in self.billed_ms.items()},
             "perCommand": dict(self.per_command),
             "storedBytes": dict(self.stored_bytes),
+            **({"sweeper": dict(self.sweeper)} if self.sweeper else {}),
         }
 
 
@@ -168,9 +178,73 @@ def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bo
         if (stream.poll_once() if design == "ours" else 0) + queue.poll_once() == 0:
             break
     usage = meter.since(start)
+    # Each loans-api command commits one event, however many of its replies were lost.
+    swept = sweeper_cost(r, meter, metrics, events=len(JOURNEY) - 1) if design == "ours" else {}
     functions = {"orchestrator": orchestrator, "loans-api": loans_fn, "relay": relay, "consumer": consumer}
     invocations = Counter({name: fn.invocations for name, fn in functions.items()})
     tables = (r.loans_table, r.journeys_table) if design == "ours" else ()
     stored = {name: size for table in tables for name, size in meter.stored(r.endpoint_url, table).items()}
     billed = {name: fn.billed_ms for name, fn in functions.items()}
     return JourneyCost(usage, per_command, invocations, billed, stored)
+    billed = {name: fn.billed_ms for name, fn in functions.items()}
+    return JourneyCost(usage, per_command, invocations, billed, swept)
+
+
+# The events one sweep finds at the stack's default rate: 20 journeys/s (shared/capacity.py), 4 events each,
+# one run a minute (shared/topology.py SWEEPER).
+EVENTS_PER_RUN_AT_DEFAULT_RATE = int(DEFAULT_TARGET_JOURNEYS_PER_SECOND * (len(JOURNEY) - 1) * _SWEEP_PERIOD_SECONDS)
+
+
+def sweeper_cost(r: LocalResources, meter: Meter, metrics: Metrics, events: int) -> dict[str, float]:
+    """What the sweeper reads per event at steady state: a run over the journey's events once they are past
+    its threshold (all NOTIFIED by then, as nearly every event is), less a run that finds nothing new (its
+    cursors and its pages of the changes index, the same whatever the rate); that idle cost is then spread
+    over a run's events at the default rate. A first run, while the events are still younger than the
+    threshold, saves the cursors, so both measured runs start from saved cursors as every later run does."""
+    settings = RelaySettings(
+        aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn
+    )
+    relay_bootstrap.build_sweeper(settings, metrics).sweep()
+    later = datetime.now(UTC) + timedelta(seconds=settings.sweep_threshold_seconds + 1)
+    sweeper = relay_bootstrap.build_sweeper(settings, metrics, clock=lambda: later)
+    before = meter.snapshot()
+    found = sweeper.sweep()
+    first = meter.since(before)
+    before = meter.snapshot()
+    sweeper.sweep()
+    idle = meter.since(before)
+    per_event = (first.rcu - idle.rcu) / events
+    # Both runs read the same index pages (each under 4 KB here), so the difference leaves the index's keys
+    # out: each event's entry is read by the run that examines it and again by the runs whose margin behind
+    # the cursor still holds it, billed by size (4 KB per half unit, eventually consistent).
+    entries = _changes_entries(r)
+    entry_bytes = sum(item_size(entry) for entry in entries) / max(1, len(entries))
+    run_seconds = _SWEEP_PERIOD_SECONDS
+    index_per_event = entry_bytes * (1 + settings.sweep_margin_seconds / run_seconds) / (4 * 1024) / 2
+    return {
+        "events": float(events),
+        "republished": float(found.republished),
+        "readUnitsPerEvent": per_event,
+        "readUnitsPerIdleRun": idle.rcu,
+        "writeUnitsPerRun": idle.wcu,
+        "indexEntryBytes": entry_bytes,
+        "indexReadUnitsPerEvent": index_per_event,
+        "readUnitsPerEventAtDefaultRate": per_event + index_per_event + idle.rcu / EVENTS_PER_RUN_AT_DEFAULT_RATE,
+    }
+
+
+def _changes_entries(r: LocalResources) -> list[dict[str, Any]]:
+    """The journey-changes index's entries, as a Query returns them (not metered: a separate client)."""
+    # A session of its own, as the meter's own reads (bench/meter.py): no hook of the meter sees it.
+    client = aws.client("dynamodb", r.region, r.endpoint_url, RAW_BUDGET, from_session=botocore.session.Session())
+    return [
+        item
+        for partition in PARTITIONS
+        for item in client.query(
+            TableName=r.loans_table,
+            IndexName=CHANGES_INDEX,
+            KeyConditionExpression="#type = :type",
+            ExpressionAttributeNames={"#type": CHANGES_PARTITION_ATTRIBUTE},
+            ExpressionAttributeValues={":type": {"S": partition}},
+        )["Items"]
+    ]

@@ -89,11 +89,9 @@ LIMITS = (
           "`-c targetJourneysPerSecond`"),
     Limit("API Gateway account throttle (both APIs)", lambda m, c, r: QUOTAS["api_account"].value / m.api_requests,
           "quota increase"),
-    Limit("pending-outbox index: one partition per shard", lambda m, c, r: c.pending_shards
-          * QUOTAS["partition"].value / max(m.units("loans/pending-outbox"), 1e-9), "`-c targetJourneysPerSecond`"),
     Limit("journey-changes index: one partition per event type", lambda m, c, r: QUOTAS["partition"].value
           / (m.units("loans/journey-changes") / m.events * m.raw["hottestEventTypeCount"]),
-          "code: shard the index's key (type#n), as the pending index is"),
+          "code: shard the index's key (type#n)"),
     Limit("loans table write units (on-demand table quota)", lambda m, c, r: QUOTAS["table"].value
           / m.units("loans/table"), "quota increase"),
     Limit("Lambda account concurrency (all functions)", lambda m, c, r: QUOTAS["lambda"].value / m.lambda_seconds(),

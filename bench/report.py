@@ -111,6 +111,21 @@ def costs(measured: Mapping[str, Any]) -> dict[str, Cost]:
     return {design: Cost(measured["costs"][design], measured["memoryMb"]) for design in DESIGNS}
 
 
+def _sweeper_reads(swept: Mapping[str, float] | None) -> str:
+    """The sweeper's reads per event at steady state (bench/cost.py `sweeper_cost`), when measured."""
+    if not swept:
+        return ""
+    return (
+        f"\nThe sweeper (not in the rows above: it runs on a schedule, not per journey) reads "
+        f"**{swept['readUnitsPerEventAtDefaultRate']:.3f} RRU per event** at steady state (goal: at most "
+        f"0.6, issue 25): {swept['readUnitsPerEvent']:g} to read each event whole once (eventually "
+        f"consistent), {swept['indexReadUnitsPerEvent']:.3f} for its {swept['indexEntryBytes']:g}-byte "
+        f"journey-changes entry (read again while in the margin behind the cursor), and "
+        f"{swept['readUnitsPerIdleRun']:g} RRU per run (its cursors, the index's first pages) spread over "
+        f"a run's events at the default rate; it writes {swept['writeUnitsPerRun']:g} WRU per run (its cursors).\n"
+    )
+
+
 def render(measured: Mapping[str, Any], prices: Prices = US_EAST_1) -> str:
     """BENCHMARKS.md for `measured` (the whole of bench/measured.json)."""
     return string.Template(TEMPLATE.read_text()).substitute(
@@ -204,6 +219,7 @@ def _cost(measured: Mapping[str, Any], prices: Prices) -> dict[str, str]:
             f"{op.split(':')[1]} {calls[0].get(op, 0)}/{calls[1].get(op, 0)}" for op in operations
         ),
         "unit_rows": _lines(unit_rows),
+        "sweeper_reads": _sweeper_reads(ours.figures.get("sweeper")),
         "wcu_goal": f"{WCU_RATIO_GOAL}",
         "our_wcu": f"{ours.wcu:g}",
         "peer_wcu": f"{theirs.wcu:g}",

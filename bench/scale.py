@@ -47,8 +47,7 @@ def report(m: Measured) -> str:
     say(
         f"Planning figures of shared/capacity.py against the measurement: {w.events} events "
         f"(measured {m.events}), {w.agent_commands} agent commands (measured {m.agent_commands}), "
-        f"{w.pending_index_write_units_per_event} pending-index write units per event (measured "
-        f"{m.units('loans/pending-outbox') / m.events:g}), consumer {w.consumer_seconds_per_event * 1000:.0f} ms "
+        f"consumer {w.consumer_seconds_per_event * 1000:.0f} ms "
         f"per event (measured {m.lambda_seconds('consumer') / m.events * 1000:.1f} ms here), relay "
         f"{w.relay_seconds_per_event * 1000:.0f} ms per event "
         f"(measured {m.lambda_seconds('relay') / m.events * 1000:.1f} ms)."
@@ -58,7 +57,7 @@ def report(m: Measured) -> str:
     say("")
     say(
         f"Without `-c targetJourneysPerSecond` the stack is sized for {DEFAULT_TARGET_JOURNEYS_PER_SECOND:g} "
-        f"journeys/s ({DEFAULT_CAPACITY.pending_shards} pending shards, agent API {DEFAULT_CAPACITY.orchestrator_rate} "
+        f"journeys/s (agent API {DEFAULT_CAPACITY.orchestrator_rate} "
         f"requests/s, {DEFAULT_CAPACITY.consumer_max_concurrency} consumers, parallelization factor "
         f"{DEFAULT_CAPACITY.relay_parallelization_factor}). Its ceiling is **{default_ceiling:,.0f} journeys/s**:"
     )
@@ -99,12 +98,12 @@ def _settings_table(say: Callable[[str], None]) -> None:
     say("")
     say("Settings the target derives (shared/capacity.py; `cdk deploy -c targetJourneysPerSecond=N`):")
     say("")
-    say("| target | pending shards | agent API rate / burst | consumer max concurrency | relay parallelization |")
-    say("|---|---|---|---|---|")
+    say("| target | agent API rate / burst | consumer max concurrency | relay parallelization |")
+    say("|---|---|---|---|")
     for rate in (DEFAULT_TARGET_JOURNEYS_PER_SECOND, *map(float, RATES)):
         c = derive(rate)
         say(
-            f"| {rate:,.0f} | {c.pending_shards} | {c.orchestrator_rate:,} / {c.orchestrator_burst:,} | "
+            f"| {rate:,.0f} | {c.orchestrator_rate:,} / {c.orchestrator_burst:,} | "
             f"{c.consumer_max_concurrency} | {c.relay_parallelization_factor} |"
         )
     say("")
@@ -135,10 +134,6 @@ def _hottest_keys(say: Callable[[str], None], m: Measured) -> None:
         (
             "journey-changes index, `SimulationCreated` (its most frequent type)",
             lambda rate: f"{rate * per_event_changes * m.raw['hottestEventTypeCount']:,.0f}",
-        ),
-        (
-            "pending-outbox index, one shard (shards as the target derives them)",
-            lambda rate: f"{rate * m.units('loans/pending-outbox') / derive(rate).pending_shards:,.0f}",
         ),
         (
             "one journey's partition (its item and its events)",
@@ -217,25 +212,23 @@ acceptance's status from them."""
 
 SCALE_NOTES = """## How to read it, and what is not modelled
 
-* **Index keys are the hot partitions.** Both indexes of the loans table are keyed by a small set of values
-  with a sort key (a UUIDv7 `eventId`) that only grows, so DynamoDB's split-for-heat cannot spread a key's
-  writes: each value is one partition at 1,000 write units/s, and a throttled index write throttles the
-  table write (the whole transaction). The pending index has `PENDING_SHARDS` values and two writes per
-  event (enter when committed, leave when published): the target rate sizes it. The journey-changes index
-  (the audit's) has one value per event type and one write per event; the most frequent type (two
-  `SimulationCreated` per journey) caps it, and no setting moves that: its key needs write sharding too
-  (left undone: the auditor reads it, and another change owns it now).
+* **Index keys are the hot partitions.** The loans table's one index, journey-changes (the audit's and the
+  sweeper's), is keyed by a small set of values (the event types) with a sort key (a UUIDv7 `eventId`) that
+  only grows, so DynamoDB's split-for-heat cannot spread a key's writes: each value is one partition at 1,000
+  write units/s, and a throttled index write throttles the table write (the whole transaction). It takes one
+  write per event; the most frequent type (two `SimulationCreated` per journey) caps it, and no setting
+  moves that: its key needs write sharding (left undone).
 * **Journey partitions are not hot.** Every item of a journey shares its partition, but a journey's
   commands are sequential (one agent, one ledger `seq`): tens of write units per journey, spread over
   seconds. Receipts are one partition each.
-* **Raising the shard count on a live table is safe; lowering it is not**: the sweeper reads shards
-  0..N-1, so items on a shard past a lowered N would wait unswept. `saga status` reads N from the stack's
-  `PendingShards` output.
 * **SQS** standard queues have no practical throughput quota; **stream shards** are not a setting (they
   follow the table's partitions), the parallelization factor is.
 * Not modelled: cold-start bursts (Lambda adds 1,000 concurrent executions per function every 10 s),
   on-demand tables' ramp (double the previous peak within 30 minutes; pre-warm with warm throughput),
-  retries under throttling, and the sweeper (one run a minute, at most 100 items)."""
+  retries under throttling, and the sweeper: one run a minute reads every event once, whole, by 100 per
+  call, at most 50,000 per event type and 40 s per run (functions/relay/settings.py), which carries a few
+  hundred journeys/s (two `SimulationCreated` each); past that its cursors fall behind (each run goes on
+  from where the last stopped), and an event ahead of a cursor is not yet in the outbox age it reports."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 
-from shared.tables import CHANGES_INDEX, PENDING_INDEX
+from shared.tables import CHANGES_INDEX
 
 
 @dataclass(frozen=True)
@@ -32,13 +32,14 @@ class TableCalls:
 LOANS_API = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"))
 ORCHESTRATOR = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:PutItem"))
 CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem"))
-# The relay marks what it published; the sweeper finds what is still pending, oldest first.
+# The relay marks what it published.
 RELAY = TableCalls(on_table=("dynamodb:UpdateItem",))
-# The pending index holds keys only: the sweeper reads the items it found there whole (BatchGetItem). Its
-# lease (shared/lease.py) is taken and released by conditional PutItems on the same table.
+# The sweeper walks the keys-only changes index from its cursors and reads the items it found there whole
+# (BatchGetItem, its cursors too); it marks what it republished (UpdateItem). Its cursors and its lease
+# (shared/lease.py) are conditional PutItems on the same table.
 SWEEPER = TableCalls(
     on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
-    on_indexes={PENDING_INDEX: ("dynamodb:Query",)},
+    on_indexes={CHANGES_INDEX: ("dynamodb:Query",)},
 )
 # The scheduled audit reads ledgers and event items, finds what changed in the keys-only changes index,
 # reads Control Records and keeps its state item and its lease in the journeys table (conditional PutItems).

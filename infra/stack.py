@@ -104,10 +104,7 @@ class LoanSagaStack(Stack):
         loans_api.grant_invoke(fns.orchestrator)
         loans_api.grant_invoke_route(fns.consumer, *LEDGER_READ)
 
-        # Writer and sweeper agree on the pending index's shards (sized for the target rate).
-        configure(
-            fns.loans_api, LoansSettings(loans_table_name=data.loans.table_name, pending_shards=capacity.pending_shards)
-        )
+        configure(fns.loans_api, LoansSettings(loans_table_name=data.loans.table_name))
         orchestrator_settings = OrchestratorSettings(  # also the Bedrock executor's: the same code
             journeys_table_name=data.journeys.table_name,
             loans_api_url=loans_api.api.url.rstrip("/"),
@@ -125,7 +122,6 @@ class LoanSagaStack(Stack):
         outbox_settings = RelaySettings(
             loans_table_name=data.loans.table_name,
             events_topic_arn=messaging.topic.topic_arn,
-            pending_shards=capacity.pending_shards,
         )
         for outbox_worker in (fns.relay, fns.sweeper):
             configure(outbox_worker, outbox_settings)
@@ -167,7 +163,6 @@ class LoanSagaStack(Stack):
             stack_outputs.OUTPUT_EVENTS_DLQ: messaging.dlq.queue_url,
             stack_outputs.OUTPUT_RELAY_FAILURES: messaging.relay_failures.queue_url,
             stack_outputs.OUTPUT_AGENT_POLICY: agent_policy.managed_policy_arn,
-            stack_outputs.OUTPUT_PENDING_SHARDS: str(capacity.pending_shards),
             stack_outputs.OUTPUT_DLQ_REDRIVE_ROLE: messaging.redrive_role.role_arn,
             stack_outputs.OUTPUT_DASHBOARD: self.observability.dashboard.dashboard_name,
             stack_outputs.OUTPUT_ALARM_TOPIC: self.observability.alarm_topic.topic_arn,

@@ -1,5 +1,5 @@
-"""Settings derived from a target rate of journeys per second: the pending index's shard count, the
-agent API's throttle, the consumer's concurrency and the relay's parallelization factor. The CDK app
+"""Settings derived from a target rate of journeys per second: the agent API's throttle, the
+consumer's concurrency and the relay's parallelization factor. The CDK app
 takes the target as `-c targetJourneysPerSecond=N` (docs/SCALE.md); bench/scale.py finds what breaks
 first at a rate, from the benchmark's measured costs and AWS's quotas. Pure: no AWS, no CDK."""
 
@@ -8,15 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shared.tables import PENDING_SHARDS
-
 # The rate the defaults are sized for: at this rate the settings are the stack's historical defaults
-# (4 shards, 100 requests/s with a 200 burst on the agent API, 10 consumers), except the relay's
+# (100 requests/s with a 200 burst on the agent API, 10 consumers), except the relay's
 # parallelization factor, 2 where it was 1 (the measured relay time per event needs it).
 DEFAULT_TARGET_JOURNEYS_PER_SECOND = 20.0
 
-# DynamoDB: one partition (so one value of an index's partition key whose sort key only grows, where
-# splitting cannot help) serves at most 1,000 write units per second.
+# DynamoDB: one partition serves at most 1,000 write units per second.
 PARTITION_WRITE_UNITS_PER_SECOND = 1000
 # A new on-demand table starts with capacity for 4,000 write units per second (about 4 partitions, so
 # about 4 stream shards) and splits as it grows.
@@ -32,7 +29,6 @@ class Workload:
 
     agent_commands: int = 5  # orchestrator API requests
     events: int = 4  # outbox events: one per loans-api command
-    pending_index_write_units_per_event: int = 2  # enters the sparse index, leaves it when published
     # Function time per event, rounded up from what the benchmark measured (bench/scale.py prints both):
     # the consumer applies one event (measured ~7 ms), the relay publishes and marks one (~45 ms).
     consumer_seconds_per_event: float = 0.02
@@ -43,7 +39,6 @@ class Workload:
 @dataclass(frozen=True)
 class Capacity:
     target_journeys_per_second: float
-    pending_shards: int
     orchestrator_rate: int
     orchestrator_burst: int
     consumer_max_concurrency: int
@@ -56,15 +51,12 @@ def derive(target_journeys_per_second: float, workload: Workload | None = None) 
     rate = float(target_journeys_per_second)
     if rate <= 0:
         raise ValueError("the target rate must be positive")
-    pending_writes = rate * w.events * w.pending_index_write_units_per_event
-    shards = max(PENDING_SHARDS, math.ceil(pending_writes / (PARTITION_WRITE_UNITS_PER_SECOND * UTILIZATION)))
     api_rate = max(100, math.ceil(rate * w.agent_commands))
     consumers = math.ceil(rate * w.events * w.consumer_seconds_per_event / UTILIZATION)
     stream_shards = max(INITIAL_PARTITIONS, rate * w.loans_table_write_units / PARTITION_WRITE_UNITS_PER_SECOND)
     per_shard = rate * w.events / stream_shards * w.relay_seconds_per_event / UTILIZATION
     return Capacity(
         target_journeys_per_second=rate,
-        pending_shards=shards,
         orchestrator_rate=api_rate,
         orchestrator_burst=2 * api_rate,
         consumer_max_concurrency=min(1000, max(2, consumers)),  # SQS event source: 2..1,000

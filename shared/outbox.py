@@ -1,15 +1,13 @@
 """The outbox item's layout (D4, D7): written by loans-api in the command's transaction, read by
-the relay from the stream and by the sweeper from the sparse pending index, marked NOTIFIED once
-published. One module, one secret: how an event is stored."""
+the relay from the stream and by the sweeper (found through the journey-changes index), marked NOTIFIED
+once published. One module, one secret: how an event is stored."""
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 from shared.dynamo import from_item, to_item
 from shared.events import LoanEvent
-from shared.tables import PENDING_SHARD_ATTRIBUTE, PENDING_SHARDS
 
 JOURNEY_PREFIX = "JOURNEY#"
 # An event item is the outbox item and the journey's history at once (D1): kept as long as the journey,
@@ -34,16 +32,8 @@ def event_sk(seq: int) -> str:
     return f"{EVENT_PREFIX}{seq:0{_SEQ_WIDTH}d}"
 
 
-def pending_shard(event_id: str, shards: int = PENDING_SHARDS) -> str:
-    return f"PENDING#{zlib.crc32(event_id.encode()) % shards}"
-
-
-def all_pending_shards(shards: int = PENDING_SHARDS) -> list[str]:
-    return [f"PENDING#{shard}" for shard in range(shards)]
-
-
-def outbox_item(event: LoanEvent, shards: int = PENDING_SHARDS) -> dict[str, Any]:
-    """The outbox item for `event`, PENDING and visible in the sparse pending index."""
+def outbox_item(event: LoanEvent) -> dict[str, Any]:
+    """The outbox item for `event`, PENDING (it is in the journey-changes index by its type and eventId)."""
     values = event.model_dump(mode="json")
     return to_item(
         {
@@ -51,7 +41,6 @@ def outbox_item(event: LoanEvent, shards: int = PENDING_SHARDS) -> dict[str, Any
             "sk": event_sk(event.seq),
             **values,
             "status": PENDING,
-            PENDING_SHARD_ATTRIBUTE: pending_shard(event.eventId, shards),
             "attempts": 0,
         }
     )

@@ -11,19 +11,10 @@ PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "expiresAt"
 
-# The sparse pending-outbox index (D7): items carry `pendingShard` only while PENDING, so the
-# index holds exactly the events not yet published. The shard spreads writes over N partitions.
-PENDING_INDEX = "pending-outbox"
-PENDING_SHARD_ATTRIBUTE = "pendingShard"
-PENDING_SORT_ATTRIBUTE = "eventId"
-# The default shard count: the stack derives the deployed one from its target rate (shared/capacity.py)
-# and gives it to loans-api (writes) and the sweeper (reads) as PENDING_SHARDS. Only ever raise it on a
-# live table: the sweeper reads shards 0..N-1, so items on shards past a lowered N would wait unswept.
-PENDING_SHARDS = 4
-
-# The audit's index of what changed when: every outbox event item, keyed by its type (a handful of
-# partitions) and its UUIDv7 eventId (sorts by time), keys only. "Which journeys changed since T" is
-# one Query per event type from the smallest id of T, so a scheduled audit reads only what changed.
+# The index of what changed when: every outbox event item, keyed by its type (a handful of partitions)
+# and its UUIDv7 eventId (sorts by time), keys only. "Which events since T" is one Query per event type
+# from the smallest id of T: the scheduled audit reads the journeys that changed, and the sweeper walks
+# it from its cursor to find the events still PENDING (D7; there is no index of pending events).
 # Writers set nothing new: `type` and `eventId` are on every event item already.
 CHANGES_INDEX = "journey-changes"
 CHANGES_PARTITION_ATTRIBUTE = "type"
@@ -64,10 +55,8 @@ LOANS_TABLE = TableSpec(
     local_name="loans",
     stream_new_image=True,
     indexes=(
-        # Keys only: the sweeper finds pending items here and reads the few it needs whole. An index
-        # write is billed by the projected item's size, and every event is written to this index and
-        # removed from it again (issue 19).
-        IndexSpec(PENDING_INDEX, PENDING_SHARD_ATTRIBUTE, PENDING_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
+        # Keys only: an index write is billed by the projected item's size (issue 19); the audit and the
+        # sweeper read the items they need whole.
         IndexSpec(CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
     ),
 )

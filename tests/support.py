@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools import Metrics
@@ -66,3 +68,12 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def uuid7_at(moment: datetime) -> str:
+    """A UUIDv7 minted at `moment` (RFC 9562: 48 bits of Unix milliseconds, version 7, variant 10,
+    random bits): an event id as loans-api would have minted it then."""
+    millis = int(moment.timestamp() * 1000)
+    random = uuid.uuid4().int
+    value = (millis << 80) | (0x7 << 76) | (random & ((1 << 12) - 1)) << 64 | (0b10 << 62) | (random >> 66)
+    return str(uuid.UUID(int=value))

@@ -5,7 +5,6 @@ from pydantic import Field
 from functions.loans_api.domain import MAX_SIMULATIONS
 from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
 from shared.settings import BaseSettings
-from shared.tables import PENDING_SHARDS
 
 # loans-api's function timeout (infra deploys it; the local runtime gives each request the same). It
 # bounds how late an attempt the orchestrator abandoned can still commit.
@@ -15,5 +14,4 @@ FUNCTION_TIMEOUT_SECONDS = 10
 class LoansSettings(BaseSettings):
     loans_table_name: str
     receipt_ttl_seconds: int = DEFAULT_RECEIPT_TTL_SECONDS
-    pending_shards: int = PENDING_SHARDS  # the stack sets it from its target rate
     max_simulations_per_journey: int = Field(default=MAX_SIMULATIONS, ge=1)

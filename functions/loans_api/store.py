@@ -18,7 +18,6 @@ from shared import outbox
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import LoanEvent
 from shared.idempotency import Receipt, receipt_key
-from shared.tables import PENDING_SHARDS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -58,10 +57,9 @@ class LoanStore(Protocol):
 class DynamoLoanStore:
     """LoanStore on one DynamoDB table (single-table design, see docs/ARCHITECTURE.md, Data model)."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str, pending_shards: int = PENDING_SHARDS) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
-        self._pending_shards = pending_shards
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -114,7 +112,7 @@ class DynamoLoanStore:
             {
                 "Put": {
                     "TableName": self._table,
-                    "Item": outbox.outbox_item(change.event, self._pending_shards),
+                    "Item": outbox.outbox_item(change.event),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             },

@@ -9,9 +9,10 @@ from aws_lambda_powertools import Metrics
 
 from functions.relay.outbox_store import DynamoOutboxStore
 from functions.relay.publisher import EventPublisher, SnsPublisher
-from functions.relay.service import OutboxRelay, OutboxSweeper
+from functions.relay.service import OutboxRelay
 from functions.relay.settings import SWEEPER_TIMEOUT_SECONDS, RelaySettings
 from functions.relay.stream import StreamRelay
+from functions.relay.sweeper import DynamoSweepStore, OutboxSweeper, SweepLimits
 from shared import aws
 from shared.clock import utc_now
 from shared.entry_points import Handler
@@ -27,9 +28,7 @@ def _relay(
     settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime], publisher: EventPublisher | None = None
 ) -> tuple[OutboxRelay, DynamoOutboxStore]:
     store = DynamoOutboxStore(
-        aws.client("dynamodb", settings.region, settings.aws_endpoint_url),
-        settings.loans_table_name,
-        settings.pending_shards,
+        aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.loans_table_name
     )
     publisher = publisher or sns_publisher(settings)
     return OutboxRelay(publisher, store, metrics, clock, settings.notified_ttl_seconds), store
@@ -40,9 +39,29 @@ def build_stream_handler(settings: RelaySettings, metrics: Metrics, publisher: E
     return StreamRelay(relay).handle
 
 
-def build_sweeper(settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime] = utc_now) -> OutboxSweeper:
-    relay, store = _relay(settings, metrics, clock)
-    return OutboxSweeper(relay, store, metrics, clock, settings.sweep_threshold_seconds, settings.sweep_max_per_run)
+def sweep_limits(settings: RelaySettings) -> SweepLimits:
+    return SweepLimits(
+        threshold_seconds=settings.sweep_threshold_seconds,
+        margin_seconds=settings.sweep_margin_seconds,
+        max_republished=settings.sweep_max_per_run,
+        max_entries_per_partition=settings.sweep_max_entries_per_partition,
+        max_revisits=settings.sweep_max_revisits,
+        budget_seconds=settings.sweep_budget_seconds,
+        initial_lookback_seconds=settings.sweep_initial_lookback_seconds,
+    )
+
+
+def build_sweeper(
+    settings: RelaySettings,
+    metrics: Metrics,
+    clock: Callable[[], datetime] = utc_now,
+    publisher: EventPublisher | None = None,
+) -> OutboxSweeper:
+    relay, _ = _relay(settings, metrics, clock, publisher)
+    store = DynamoSweepStore(
+        aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.loans_table_name
+    )
+    return OutboxSweeper(relay, store, metrics, clock, sweep_limits(settings))
 
 
 def build_sweeper_lease(settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime] = utc_now) -> Leased:

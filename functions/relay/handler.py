@@ -11,8 +11,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.relay import bootstrap
-from functions.relay.service import OutboxSweeper, SweepReport
 from functions.relay.settings import RelaySettings
+from functions.relay.sweeper import OutboxSweeper, SweepReport
 from shared.entry_points import Handler
 from shared.lease import Leased
 from shared.tracing import LazyTracer

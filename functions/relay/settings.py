@@ -1,11 +1,17 @@
 from __future__ import annotations
 
 from shared.settings import BaseSettings
-from shared.tables import PENDING_SHARDS
 
 # The sweeper's function timeout (infra deploys it): a run can last no longer, so its lease
 # (shared/lease.py) outlasts it by the clock-skew margin and no more.
 SWEEPER_TIMEOUT_SECONDS = 60
+# How far behind its cursor the sweeper re-reads the changes index (functions/relay/sweeper.py). An
+# eventId is minted by loans-api before the command's transaction commits, and an attempt can commit no
+# later than loans-api's function timeout (10 s, functions/loans_api/settings.py) after it started; the
+# id carries loans-api's clock, the horizon the sweeper's (5 s of skew, shared/lease.py); and the index
+# is eventually consistent (normally well under a second: 15 s are kept for a slow propagation).
+# tests/unit/test_sweeper_margin.py holds it to those constants.
+LATE_COMMIT_MARGIN_SECONDS = 30
 
 
 class RelaySettings(BaseSettings):
@@ -13,7 +19,15 @@ class RelaySettings(BaseSettings):
     events_topic_arn: str
     # NOTIFIED outbox items expire after this, so the table does not grow forever.
     notified_ttl_seconds: int = 7 * 24 * 3600
-    # The sweeper republishes PENDING events older than this, at most `sweep_max_per_run` per run.
+    # The sweeper republishes PENDING events older than this; younger ones are the stream's.
     sweep_threshold_seconds: float = 60.0
-    sweep_max_per_run: int = 100
-    pending_shards: int = PENDING_SHARDS  # the stack sets it from its target rate (as for loans-api)
+    # What bounds one sweep (functions/relay/sweeper.py): events republished, index entries read per
+    # partition, items kept to revisit per partition, and wall time (well inside the function timeout).
+    sweep_max_per_run: int = 1000
+    sweep_max_entries_per_partition: int = 50_000
+    sweep_max_revisits: int = 100
+    sweep_budget_seconds: float = SWEEPER_TIMEOUT_SECONDS * 2 / 3
+    # Where a sweeper without a cursor starts reading: a day back (a new stack has nothing older; a stack
+    # upgraded from the pending index had its older events swept by the sweeper it replaces).
+    sweep_initial_lookback_seconds: float = 24 * 3600
+    sweep_margin_seconds: float = LATE_COMMIT_MARGIN_SECONDS

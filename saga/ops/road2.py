@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from functions.consumer.service import EventRejected, Ledger, confirmed
 from functions.loans_api.store import DynamoLoanStore
-from functions.relay.outbox_store import DynamoOutboxStore
+from functions.relay.settings import RelaySettings
+from functions.relay.sweeper import DynamoSweepStore, PendingNow, pending_now
 from saga.ops.target import Target
 from shared.applier import already_applied
 from shared.clock import utc_now
@@ -25,13 +26,21 @@ if TYPE_CHECKING:
 ARRIVAL_MARGIN = timedelta(seconds=2)
 
 
+def _sweepers_view(target: Target, now: datetime) -> PendingNow:
+    """The PENDING events the sweeper sees now (its revisits, and every event from its cursors' margin on)."""
+    margin = RelaySettings.model_fields["sweep_margin_seconds"].default
+    return pending_now(DynamoSweepStore(target.dynamodb(), target.loans_table), now, margin)
+
+
 def status(target: Target) -> dict[str, Any]:
     """The outbox (pending, oldest pending age, unreadable items), the queues' depths, the age of the
-    events queue's oldest message, and the relay failures still open (their events not yet republished)."""
-    outbox = DynamoOutboxStore(target.dynamodb(), target.loans_table, target.pending_shards)
-    page = outbox.oldest_pending(1)
-    oldest = page.oldest_occurred_at()
-    age = 0.0 if oldest is None else max(0.0, (utc_now() - oldest).total_seconds())
+    events queue's oldest message, and the relay failures still open (their events not yet republished).
+    The outbox is what the sweeper sees: the items it keeps to revisit, and every event from its cursors'
+    margin on."""
+    now = utc_now()
+    found = _sweepers_view(target, now)
+    oldest = found.oldest
+    age = 0.0 if oldest is None else max(0.0, (now - oldest).total_seconds())
     sqs = target.sqs()
 
     def depth(url: str) -> dict[str, int]:
@@ -49,9 +58,9 @@ def status(target: Target) -> dict[str, Any]:
     still_open = sum(1 for record in records if not relay_failure_resolved(record["Body"], oldest))
     return {
         "outbox": {
-            "pending": outbox.count_pending(),
+            "pending": found.pending,
             "oldestPendingAgeSeconds": round(age, 3),
-            "unreadable": len(page.unreadable),
+            "unreadable": found.unreadable,
         },
         "queues": {
             "events": {**events, "oldestMessageAgeSeconds": oldest_message_age(target, target.events_queue_url)},
@@ -100,8 +109,7 @@ def relay_failure_resolved(body: str, oldest_pending: datetime | None) -> bool:
 
 def relay_failures_clear(target: Target) -> dict[str, int]:
     """Delete the relay-failure records that are over (`relay_failure_resolved`); keep the others."""
-    outbox = DynamoOutboxStore(target.dynamodb(), target.loans_table, target.pending_shards)
-    oldest_pending = outbox.oldest_pending(1).oldest_occurred_at()
+    oldest_pending = _sweepers_view(target, utc_now()).oldest
     sqs = target.sqs()
     records: list[MessageTypeDef] = []
     kept: list[MessageTypeDef] = []

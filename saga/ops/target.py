@@ -39,7 +39,6 @@ class Target:
     api_url: str
     loans_api_url: str
     signed: bool = False
-    pending_shards: int = tables.PENDING_SHARDS
     # The role `saga dlq redrive` moves messages as: the events queue admits SendMessage from the topic and
     # from it alone (infra/messaging.py). None: the caller's own identity (the local endpoint checks none).
     redrive_role_arn: str | None = None
@@ -111,8 +110,6 @@ def target_from_outputs(outputs: dict[str, str], region: str) -> Target:
         outputs[stack_outputs.OUTPUT_ORCHESTRATOR_URL].rstrip("/"),
         outputs[stack_outputs.OUTPUT_LOANS_API_URL].rstrip("/"),
         signed=True,
-        # A stack older than this output was deployed with the default.
-        pending_shards=int(outputs.get(stack_outputs.OUTPUT_PENDING_SHARDS, tables.PENDING_SHARDS)),
         # A stack older than this output admits anyone's redrive.
         redrive_role_arn=outputs.get(stack_outputs.OUTPUT_DLQ_REDRIVE_ROLE),
     )

@@ -29,7 +29,7 @@ from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import provision
 from shared import aws
 from shared.settings import BaseSettings
-from shared.tables import JOURNEYS_TABLE, LOANS_TABLE, PENDING_INDEX
+from shared.tables import CHANGES_INDEX, JOURNEYS_TABLE, LOANS_TABLE
 from tests.infra.deployment import REGION, SETTINGS, Container, Deployment, api_call, named, scheduled_event
 from tests.infra.lambda_container import STAGE_PATH
 
@@ -265,10 +265,10 @@ def test_each_role_allows_exactly_the_calls_its_function_makes(deployed, name):
     assert {action for action, _ in allowed} & platform == platform
 
 
-def test_only_the_sweeper_reads_the_pending_index(deployed):
-    readers = {name for name in SETTINGS if any(target.endswith(f"/index/{PENDING_INDEX}")
+def test_only_the_sweeper_and_the_auditor_read_the_changes_index(deployed):
+    readers = {name for name in SETTINGS if any(target.endswith(f"/index/{CHANGES_INDEX}")
                                                  for _, target in granted(deployed.template, name))}  # fmt: skip
-    assert readers == {"Sweeper"}
+    assert readers == {"Sweeper", "Auditor"}
 
 
 def emitted(container: Container) -> set[tuple[str, str]]:

@@ -32,15 +32,17 @@ def test_tables_are_on_demand_recoverable_retained_and_expire_by_ttl(resources):
         assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
 
 
-def test_the_loans_table_streams_new_images_and_has_the_sparse_pending_index(resources):
+def test_the_loans_table_streams_new_images_and_has_one_index_the_changes_index_and_no_pending_index(resources):
     loans = by_logical_prefix(resources, "AWS::DynamoDB::Table", "DataLoansTable")
     assert loans["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
     indexes = {index["IndexName"]: index for index in loans["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {tables.PENDING_INDEX, tables.CHANGES_INDEX}
-    assert [k["AttributeName"] for k in indexes[tables.PENDING_INDEX]["KeySchema"]] == ["pendingShard", "eventId"]
-    # Keys only: every event is written to it and removed again, each write billed by the projected size
-    assert indexes[tables.PENDING_INDEX]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
-    # The audit's index: every event by type and time, keys only (small, and no write on NOTIFIED)
+    # No index of pending events (D7): the sweeper walks journey-changes, and no attribute of it is defined
+    assert set(indexes) == {tables.CHANGES_INDEX}
+    assert "pendingShard" not in {a["AttributeName"] for a in loans["AttributeDefinitions"]}
+    # And the local runtime's table is the same: one index, no pending one
+    local = table_definition(LOANS_TABLE, LOANS_TABLE.local_name)
+    assert [index["IndexName"] for index in local["GlobalSecondaryIndexes"]] == [tables.CHANGES_INDEX]
+    # The audit's and the sweeper's index: every event by type and time, keys only (small, and no write on NOTIFIED)
     changes = indexes[tables.CHANGES_INDEX]
     assert [k["AttributeName"] for k in changes["KeySchema"]] == ["type", "eventId"]
     assert changes["Projection"] == {"ProjectionType": "KEYS_ONLY"}
@@ -251,15 +253,13 @@ def _sizing(resources: dict) -> dict:
     """What the target rate sets, as the template holds it."""
     functions = saga_functions(resources)
     variables = [f["Properties"].get("Environment", {}).get("Variables", {}) for f in functions.values()]
-    shards = {v["POWERTOOLS_SERVICE_NAME"]: v["PENDING_SHARDS"] for v in variables if "PENDING_SHARDS" in v}
     mappings = [m["Properties"] for m in of_type(resources, "AWS::Lambda::EventSourceMapping").values()]
     stages = {
         api: stage_of(resources, api)["MethodSettings"][0]["ThrottlingRateLimit"]
         for api in ("OrchestratorApi", "LoansApi")
     }
     return {
-        "shards": sorted(set(shards.values())),
-        "writers": sorted(shards),
+        "pendingShards": [v["POWERTOOLS_SERVICE_NAME"] for v in variables if "PENDING_SHARDS" in v],
         "parallelization": [m["ParallelizationFactor"] for m in mappings if "StartingPosition" in m],
         "consumers": [m["ScalingConfig"]["MaximumConcurrency"] for m in mappings if "ScalingConfig" in m],
         "throttles": [stages["OrchestratorApi"], stages["LoansApi"]],
@@ -268,26 +268,24 @@ def _sizing(resources: dict) -> dict:
 
 def test_the_defaults_are_sized_for_20_journeys_per_second(resources):
     assert _sizing(resources) == {
-        "shards": ["4"],
-        "writers": ["loans-api", "relay", "sweeper"],
+        "pendingShards": [],  # no function is told of shards: there is no pending index
         "parallelization": [2],
         "consumers": [4],  # what 20 journeys/s needs (shared/capacity.py), no more: an account of 10 runs it
         "throttles": [100, 500],  # loans-api admits every retry: 5 attempts
     }
 
 
-def test_a_target_rate_sizes_shards_throttles_and_concurrency(variant):
+def test_a_target_rate_sizes_throttles_and_concurrency_and_no_pending_shards(variant):
     # Given `-c targetJourneysPerSecond=10000` (the variant synthesis)
     wanted = capacity.derive(10_000)
-    # Then loans-api and the sweeper agree on the shards, and the event sources and throttles follow
+    # Then the event sources and throttles follow, and no function is given a PENDING_SHARDS
     assert _sizing(variant) == {
-        "shards": [str(wanted.pending_shards)],
-        "writers": ["loans-api", "relay", "sweeper"],
+        "pendingShards": [],
         "parallelization": [wanted.relay_parallelization_factor],
         "consumers": [wanted.consumer_max_concurrency],
         "throttles": [wanted.orchestrator_rate, wanted.orchestrator_rate * 5],
     }
-    assert (wanted.pending_shards, wanted.consumer_max_concurrency) == (160, 1000)
+    assert wanted.consumer_max_concurrency == 1000
 
 
 def test_every_deployed_handler_is_an_entry_point_the_local_runtime_invokes(resources, variant):

@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
-from uuid6 import uuid7
 
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.service import MalformedEvent
@@ -19,7 +18,7 @@ from shared import outbox, tables
 from shared.control_store import DynamoControlRecordStore
 from shared.dynamo import to_item
 from shared.events import LoanEvent, LoanSnapshot, UnreadableEvent, parse_event
-from tests.support import quiet_metrics
+from tests.support import quiet_metrics, uuid7_at
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -27,20 +26,22 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 
-def stale_event(journey_id: str, seq: int, minutes_ago: int = 10) -> LoanEvent:
+def stale_event(journey_id: str, seq: int, minutes_ago: float = 10) -> LoanEvent:
+    """An event committed `minutes_ago` (its id minted then, as loans-api mints it)."""
+    occurred = datetime.now(UTC) - timedelta(minutes=minutes_ago)
     return LoanEvent(
-        eventId=str(uuid7()),
+        eventId=uuid7_at(occurred),
         journeyId=journey_id,
         seq=seq,
         type="JourneyCancelled",
-        occurredAt=datetime.now(UTC) - timedelta(minutes=minutes_ago),
+        occurredAt=occurred,
         snapshot=LoanSnapshot(journeyId=journey_id, state="cancelled"),
     )
 
 
-def unreadable_pending_item(journey_id: str) -> dict:
-    """A PENDING outbox item in the pending index that is not an event: no snapshot, a bad seq."""
-    event_id = str(uuid7())
+def unreadable_pending_item(journey_id: str, minutes_ago: float = 6) -> dict:
+    """A PENDING outbox item in the changes index that is not an event: no snapshot, a bad seq."""
+    event_id = uuid7_at(datetime.now(UTC) - timedelta(minutes=minutes_ago))
     return to_item(
         {
             "pk": outbox.journey_pk(journey_id),
@@ -50,7 +51,6 @@ def unreadable_pending_item(journey_id: str) -> dict:
             "seq": "one",
             "type": "SimulationCreated",
             "status": outbox.PENDING,
-            tables.PENDING_SHARD_ATTRIBUTE: outbox.pending_shard(event_id),
         }
     )
 
@@ -150,36 +150,32 @@ def test_the_consumer_fails_an_unknown_type_so_it_lands_in_the_dlq(
         consumer.consume(json.dumps(wire))
 
 
-def test_the_pending_index_holds_keys_only_and_the_sweeper_publishes_the_whole_event(
+def test_the_changes_index_holds_keys_only_and_the_sweeper_publishes_the_whole_event_of_each_pending_one(
     dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings
 ):
     # Given stale PENDING events (one with a snapshot, which only the table item carries)
     events = [stale_event(f"keys-{n}", 1, minutes_ago=3 + n) for n in range(3)]
     for event in events:
         dynamodb.put_item(TableName=resources.loans_table, Item=outbox.outbox_item(event))
-    # And one that was marked NOTIFIED already (it has left the index)
+    # And one that was marked NOTIFIED already (it stays in the changes index: it is history)
     dynamodb.put_item(TableName=resources.loans_table, Item=outbox.outbox_item(stale_event("keys-done", 1)))
     done = outbox.journey_pk("keys-done")
     dynamodb.update_item(TableName=resources.loans_table, Key=to_item({"pk": done, "sk": outbox.event_sk(1)}),
-                         UpdateExpression="SET #s = :n REMOVE #shard",
-                         ExpressionAttributeNames={"#s": "status", "#shard": tables.PENDING_SHARD_ATTRIBUTE},
+                         UpdateExpression="SET #s = :n", ExpressionAttributeNames={"#s": "status"},
                          ExpressionAttributeValues=to_item({":n": outbox.NOTIFIED}))  # fmt: skip
-    # Then the index entries carry keys only, no event
-    entries = [
-        item
-        for shard in outbox.all_pending_shards()
-        for item in dynamodb.query(
-            TableName=resources.loans_table,
-            IndexName=tables.PENDING_INDEX,
-            KeyConditionExpression="pendingShard = :s",
-            ExpressionAttributeValues=to_item({":s": shard}),
-        )["Items"]
-    ]
-    assert {frozenset(item) for item in entries} == {frozenset({"pk", "sk", "pendingShard", "eventId"})}
-    assert len(entries) == 3
+    # Then the index entries carry keys only, no event, no status
+    entries = dynamodb.query(
+        TableName=resources.loans_table,
+        IndexName=tables.CHANGES_INDEX,
+        KeyConditionExpression="#type = :type",
+        ExpressionAttributeNames={"#type": tables.CHANGES_PARTITION_ATTRIBUTE},
+        ExpressionAttributeValues=to_item({":type": "JourneyCancelled"}),
+    )["Items"]
+    assert {frozenset(item) for item in entries} == {frozenset({"pk", "sk", "type", "eventId"})}
+    assert len(entries) == 4
     # When the sweeper runs
     report = relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper")).sweep()
-    # Then it republished exactly the three pending events, oldest first, each whole (snapshot included)
+    # Then it republished exactly the three pending events, each whole (snapshot included), not the NOTIFIED one
     assert (report.pending, report.republished, report.unreadable) == (3, 3, 0)
     assert report.oldest_age_seconds >= 5 * 60 - 1
     published = [parse_event(m["Body"]) for m in received(sqs, resources.events_queue_url)]

@@ -14,8 +14,8 @@ from functions.auditor.service import AuditState, AuditStateConflict
 from functions.auditor.settings import AuditorSettings
 from functions.auditor.store import DynamoAuditState
 from functions.relay import bootstrap as relay_bootstrap
-from functions.relay.service import SweepReport
 from functions.relay.settings import SWEEPER_TIMEOUT_SECONDS
+from functions.relay.sweeper import SweepReport
 from shared import metric_names as names
 from shared import outbox
 from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -84,8 +83,10 @@ class JourneyModel(RuleBasedStateMachine):
         self.publisher = RelayDiesAfterPublish(relay_bootstrap.sns_publisher(relay_settings), self.crashing)
         relay = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"), self.publisher)
         self.stream = StreamPoller(aws.client("dynamodbstreams", r.region, r.endpoint_url), r.loans_stream_arn, relay)
-        self.sweeper = relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper"),
-                                                     clock=lambda: datetime.now(UTC) + timedelta(hours=1))  # fmt: skip
+        # Every PENDING event is stale at once (threshold 0), on the real clock: the sweeper's cursor stops at
+        # its horizon, so a clock an hour ahead would step past the events committed after its first run.
+        self.sweeper = relay_bootstrap.build_sweeper(
+            relay_settings.model_copy(update={"sweep_threshold_seconds": 0.0}), quiet_metrics("sweeper"))  # fmt: skip
         self.consumer = consumer_bootstrap.build(
             ConsumerSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table,
                              loans_api_url="http://loans"),

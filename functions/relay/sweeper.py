@@ -1,0 +1,447 @@
+"""The sweeper (docs/ARCHITECTURE.md, D7): road 2's backstop, and the outbox's age.
+
+There is no index of pending events. Every outbox event is in the keys-only `journey-changes` index
+(shared/tables.py CHANGES_INDEX: one partition per event type, sorted by the UUIDv7 eventId, so by
+time), and the sweeper walks each partition from a cursor it keeps in the loans table:
+
+* Each run examines the events of each partition from its cursor up to the horizon, `now - threshold`:
+  an event younger than that is the stream's (the relay publishes it within a second) and is not yet
+  stale, so it is left for a later run, and the cursor never passes an event whose fate is open.
+* It also re-reads the index a margin behind the cursor (LATE_COMMIT_MARGIN_SECONDS): an eventId is
+  minted before its transaction commits and the index is eventually consistent, so an event can
+  appear behind the cursor after the cursor passed its id. A digest of the margin's ids, saved with
+  the cursor, tells whether anything appeared there; only then is the margin read whole again.
+* The examined items are read whole in BatchGetItems of 100, first eventually consistent (half a read
+  unit for an item under 4 KB: NOTIFIED never goes back to PENDING, so a NOTIFIED on any read is final),
+  then strongly consistent for those that looked PENDING or absent. At steady state nearly every event
+  is NOTIFIED by then: about half a read unit per event, plus the index's keys.
+* PENDING events older than the threshold are republished through the relay (publish, then mark).
+* What it cannot settle (an unreadable item, a failed publish, a read left unprocessed) is kept in a
+  short list per partition, saved with the cursor, and read again on every run until it settles: one
+  bad item never pins the cursor. When that list is full, the cursor stops before the first item that
+  does not fit (or stays where it was), so every such item is still read, counted and retried on every
+  run; the run logs why at ERROR and the outbox age it reports keeps rising until someone acts.
+* Every PENDING item found (republished, or kept to revisit however far behind the cursor) counts in the
+  oldest PENDING age (`OldestPendingOutboxAgeSeconds`, the dashboard's outbox age and its alarm).
+* Each run is bounded: index entries per partition, republished events and wall time; a bounded run
+  moves the cursor to where it stopped and the next run goes on from there. What it left unexamined may
+  be PENDING, so the age it reports counts from where it stopped: a sweeper falling behind alarms.
+
+The cursor is saved only forward (a conditional write): two overlapping runs never move it back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import BotoCoreError, ClientError
+
+from functions.relay.outbox_store import UnreadableItem, read_outbox_item
+from functions.relay.service import OutboxRelay
+from shared import event_ids, outbox
+from shared import metric_names as names
+from shared.dynamo import error_code, from_item, to_item
+from shared.events import KNOWN_EVENT_TYPES, LoanEvent
+from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef, QueryInputTypeDef
+
+logger = Logger(child=True)
+
+# The cursors live in the loans table in a partition of the sweeper's own (one item per partition of the
+# changes index): no journey's, not an event (the stream's filter and the relay pass it by), in no index
+# (it has no `type` and no `eventId`).
+CURSOR_PK = "SWEEPER#cursor"
+PARTITIONS = tuple(sorted(KNOWN_EVENT_TYPES))
+BATCH_GET_LIMIT = 100  # DynamoDB's keys per BatchGetItem
+MAX_BATCH_GET_ROUNDS = 5  # rounds of UnprocessedKeys (throttling) before the rest is revisited next run
+UNPROCESSED_PAUSE_SECONDS = 0.05  # doubled each round: DynamoDB asks for a backoff on UnprocessedKeys
+
+
+@dataclass(frozen=True, order=True)
+class Entry:
+    """An outbox item as the changes index names it."""
+
+    event_id: str
+    pk: str
+    sk: str
+
+    def occurred_at(self) -> datetime | None:
+        return event_ids.time_of(self.event_id)
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where one partition's sweep stands: every index entry with an eventId up to `after` was examined,
+    except `revisits`, which are read again on every run; `margin_digest` is the digest of the entries
+    seen in the margin behind `after` (None: read the margin whole next time)."""
+
+    partition: str
+    after: str | None = None
+    margin_digest: str | None = None
+    revisits: tuple[Entry, ...] = ()
+
+
+class SweepStore(Protocol):
+    def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]: ...
+
+    def save(self, cursor: Cursor) -> bool:
+        """Save `cursor` unless a saved one is further (then False: the cursor never moves back)."""
+        ...
+
+    def changes(self, partition: str, above: str, below: str, limit: int) -> tuple[list[Entry], bool]:
+        """The partition's index entries with `above` < eventId < `below`, oldest first, at most `limit`
+        (and whether there were more)."""
+        ...
+
+    def read(self, entries: Sequence[Entry], consistent: bool) -> tuple[dict[Entry, dict[str, Any]], list[Entry]]:
+        """The items of `entries` that exist, and the entries DynamoDB left unprocessed."""
+        ...
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    pending: int
+    oldest_age_seconds: float
+    republished: int
+    failed: int
+    unreadable: int = 0
+    revisits: int = 0  # items kept to read again next run
+    cursor_held: bool = False  # a revisit list was full: the cursor waits (nothing is dropped)
+
+
+@dataclass
+class _Tally:
+    pending: int = 0
+    oldest: datetime | None = None
+    republished: int = 0
+    failed: int = 0
+    unreadable: list[UnreadableItem] = field(default_factory=list)
+    revisits: int = 0
+    cursor_held: bool = False
+
+    def behind(self, since: datetime) -> None:
+        """A cursor stopped at `since` with events ahead of it unexamined: the outbox age cannot be less
+        than theirs (they may be PENDING), so it counts from there."""
+        if self.oldest is None or since < self.oldest:
+            self.oldest = since
+
+    def found_pending(self, occurred_at: datetime | None) -> None:
+        self.pending += 1
+        if occurred_at is not None and (self.oldest is None or occurred_at < self.oldest):
+            self.oldest = occurred_at
+
+
+@dataclass(frozen=True)
+class SweepLimits:
+    """What bounds one run, so that a backlog cannot make it outlast its function timeout."""
+
+    threshold_seconds: float
+    margin_seconds: float
+    max_republished: int
+    max_entries_per_partition: int
+    max_revisits: int
+    budget_seconds: float
+    initial_lookback_seconds: float
+
+
+class OutboxSweeper:
+    def __init__(
+        self,
+        relay: OutboxRelay,
+        store: SweepStore,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        limits: SweepLimits,
+        elapsed: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._relay = relay
+        self._store = store
+        self._metrics = metrics
+        self._clock = clock
+        self._limits = limits
+        self._elapsed = elapsed
+
+    def sweep(self) -> SweepReport:
+        now = self._clock()
+        deadline = self._elapsed() + self._limits.budget_seconds
+        horizon = event_ids.lower_bound(now - timedelta(seconds=self._limits.threshold_seconds))
+        tally = _Tally()
+        for partition, cursor in self._store.cursors(PARTITIONS).items():
+            moved = self._sweep_partition(cursor, now, horizon, deadline, tally)
+            if not self._store.save(moved):
+                logger.warning("another sweep moved this cursor further: this run's is not saved",
+                               extra={"partition": partition})  # fmt: skip
+        return self._report(now, tally)
+
+    def _sweep_partition(self, cursor: Cursor, now: datetime, horizon: str, deadline: float, tally: _Tally) -> Cursor:
+        lim = self._limits
+        after = cursor.after or event_ids.lower_bound(now - timedelta(seconds=lim.initial_lookback_seconds))
+        margin = timedelta(seconds=lim.margin_seconds)
+        entries, more = self._store.changes(cursor.partition, _margin_start(after, margin), horizon,
+                                            lim.max_entries_per_partition)  # fmt: skip
+        behind = [e for e in entries if e.event_id <= after]
+        fresh = [e for e in entries if e.event_id > after]
+        # Read the margin whole only when something appeared in it since it was last read (or never read).
+        reread = cursor.after is None or _digest(behind) != cursor.margin_digest
+        revisit_keys = {(e.pk, e.sk) for e in cursor.revisits}
+        queue = [*cursor.revisits, *(e for e in behind if reread and (e.pk, e.sk) not in revisit_keys), *fresh]
+        settled, unsettled = self._settle(queue, now, deadline, tally)
+        examined_fresh = [e for e in fresh if e in settled or e in unsettled]
+        # Where the cursor may go: the horizon when every fresh entry was examined, else the last examined.
+        if len(examined_fresh) == len(fresh) and not more:
+            new_after = max(after, horizon)
+        else:  # stopped early: what lies ahead is not examined yet, so it counts as possibly pending
+            new_after = examined_fresh[-1].event_id if examined_fresh else after
+            tally.behind(_time_of(new_after))
+            logger.warning("sweep stopped before its horizon: the next run goes on from its cursor",
+                           extra={"partition": cursor.partition, "cursor": new_after})  # fmt: skip
+        margin_held = reread and any(e not in settled and e not in unsettled for e in behind)
+        # Revisits a run had no time for stay on the list (and count, as the suspects they are).
+        unreached = [e for e in cursor.revisits if e not in settled and e not in unsettled]
+        for entry in unreached:
+            tally.found_pending(entry.occurred_at())
+        keep = [e for e in queue if e in unsettled or e in unreached]
+        # A revisit already kept is never dropped (the list only shrinks when the limit is lowered).
+        room = max(lim.max_revisits, sum(1 for e in cursor.revisits if e in unsettled or e in unreached))
+        if len(keep) > room:
+            overflow = keep[room]
+            keep = keep[:room]
+            tally.cursor_held = True
+            if overflow.event_id <= after:  # behind the cursor: it stays, and the margin is read again
+                new_after, margin_held = after, True
+            else:  # ahead: the cursor stops just before it, so the next run reads it again
+                before = [e.event_id for e in examined_fresh if e.event_id < overflow.event_id]
+                new_after = min(new_after, max([after, *before]))
+            logger.error(
+                "the sweeper's revisit list is full: its cursor waits before what does not fit, which is read, "
+                "counted and retried again next run (see the unreadable and publish failure logs for why)",
+                extra={"partition": cursor.partition, "kept": len(keep), "cursor": new_after},
+            )
+        if margin_held:
+            new_after = after
+        tally.revisits += len(keep)
+        digest = None if margin_held else _digest([e for e in entries if _margin_start(new_after, margin) < e.event_id
+                                                  <= new_after])  # fmt: skip
+        return replace(cursor, after=new_after, margin_digest=digest, revisits=tuple(keep))
+
+    def _settle(
+        self, queue: list[Entry], now: datetime, deadline: float, tally: _Tally
+    ) -> tuple[set[Entry], set[Entry]]:
+        """Examine `queue` in order, in batches, until done or out of budget: the entries settled (NOTIFIED,
+        gone, or republished) and those to revisit (PENDING and not republished, or unread)."""
+        settled: set[Entry] = set()
+        unsettled: set[Entry] = set()
+        for start in range(0, len(queue), BATCH_GET_LIMIT):
+            if self._elapsed() >= deadline or tally.republished + tally.failed >= self._limits.max_republished:
+                break
+            batch = queue[start : start + BATCH_GET_LIMIT]
+            found, unread = self._store.read(batch, consistent=False)
+            doubtful = [e for e in batch if e not in unread and _status(found.get(e)) != outbox.NOTIFIED]
+            settled.update(e for e in batch if e not in unread and e not in doubtful)
+            confirmed, unread_again = self._store.read(doubtful, consistent=True) if doubtful else ({}, [])
+            stale: list[tuple[Entry, LoanEvent]] = []
+            for entry in [*unread, *unread_again]:  # unknown: kept, and counted as pending until read
+                unsettled.add(entry)
+                tally.found_pending(entry.occurred_at())
+            for entry in (e for e in doubtful if e not in unread_again):
+                item = confirmed.get(entry)
+                if item is None or _status(item) != outbox.PENDING:
+                    settled.add(entry)  # gone, or marked since the first read
+                    continue
+                read = read_outbox_item(item)
+                if isinstance(read, UnreadableItem):
+                    tally.unreadable.append(read)
+                    tally.found_pending(read.occurred_at)
+                    unsettled.add(entry)
+                    continue
+                tally.found_pending(read.occurredAt)
+                if (now - read.occurredAt).total_seconds() >= self._limits.threshold_seconds:
+                    stale.append((entry, read))
+                else:
+                    unsettled.add(entry)
+            self._republish(stale, settled, unsettled, tally)
+        return settled, unsettled
+
+    def _republish(
+        self, stale: list[tuple[Entry, LoanEvent]], settled: set[Entry], unsettled: set[Entry], tally: _Tally
+    ) -> None:
+        failed = self._relay.publish([event for _, event in stale])
+        for entry, event in stale:
+            if event.eventId in failed:
+                tally.failed += 1
+                unsettled.add(entry)
+                continue
+            tally.republished += 1
+            try:
+                self._relay.mark(event)
+            except (ClientError, BotoCoreError):  # published: left PENDING, it is republished next run (at least once)
+                logger.warning("could not mark a republished event", extra={"event_id": event.eventId}, exc_info=True)
+                unsettled.add(entry)
+                continue
+            settled.add(entry)
+
+    def _report(self, now: datetime, tally: _Tally) -> SweepReport:
+        # An event committed while this sweep runs is younger than `now`: its age is 0, not negative.
+        oldest_age = 0.0 if tally.oldest is None else max(0.0, (now - tally.oldest).total_seconds())
+        self._metrics.add_metric(name=names.PENDING_OUTBOX_COUNT, unit=MetricUnit.Count, value=tally.pending)
+        self._metrics.add_metric(
+            name=names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, unit=MetricUnit.Seconds, value=oldest_age
+        )
+        self._relay.count_unreadable(tally.unreadable)
+        report = SweepReport(tally.pending, oldest_age, tally.republished, tally.failed, len(tally.unreadable),
+                             tally.revisits, tally.cursor_held)  # fmt: skip
+        if tally.republished or tally.failed:
+            logger.warning("republished stale outbox events", extra=report.__dict__)
+        return report
+
+
+@dataclass(frozen=True)
+class PendingNow:
+    pending: int
+    oldest: datetime | None
+    unreadable: int
+
+
+def pending_now(store: SweepStore, now: datetime, margin_seconds: float) -> PendingNow:
+    """What is PENDING now, as far as the sweeper can know, without changing anything (`saga status`):
+    its revisits and every event from its cursors' margin up to now, read whole and strongly consistent.
+    A partition never swept is read from `now` less the margin."""
+    entries: dict[tuple[str, str], Entry] = {}
+    for cursor in store.cursors(PARTITIONS).values():
+        start = _margin_start(cursor.after or event_ids.lower_bound(now), timedelta(seconds=margin_seconds))
+        found, _ = store.changes(cursor.partition, start, event_ids.lower_bound(now + timedelta(seconds=1)), 100_000)
+        entries.update({(e.pk, e.sk): e for e in [*cursor.revisits, *found]})
+    items, unread = store.read(list(entries.values()), consistent=True)
+    pending = [item for item in items.values() if _status(item) == outbox.PENDING]
+    reads = [read_outbox_item(item) for item in pending]
+    times = [r.occurred_at if isinstance(r, UnreadableItem) else r.occurredAt for r in reads]
+    times += [e.occurred_at() for e in unread]
+    known = [t for t in times if t is not None]
+    unreadable = sum(1 for r in reads if isinstance(r, UnreadableItem))
+    return PendingNow(len(pending) + len(unread), min(known, default=None), unreadable)
+
+
+def _status(item: dict[str, Any] | None) -> str | None:
+    return None if item is None else item.get("status", {}).get("S")
+
+
+def _margin_start(after: str, margin: timedelta) -> str:
+    """The smallest eventId of the margin behind `after` (an eventId, or a bound of event_ids)."""
+    return event_ids.lower_bound(_time_of(after) - margin)
+
+
+def _time_of(bound: str) -> datetime:
+    """The millisecond an eventId, or an `event_ids.lower_bound`, stands for (its first 48 bits)."""
+    return datetime.fromtimestamp(int(bound.replace("-", "")[:12], 16) / 1000, tz=UTC)
+
+
+def _digest(entries: Sequence[Entry]) -> str:
+    return hashlib.sha256("\n".join(e.event_id for e in entries).encode()).hexdigest()
+
+
+class DynamoSweepStore:
+    """The cursors (items of the loans table), the changes index, and the outbox items, on DynamoDB."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._client = client
+        self._table = table_name
+        self._sleep = sleep
+
+    def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]:
+        keys = [Entry("", CURSOR_PK, partition) for partition in partitions]
+        found, unread = self.read(keys, consistent=True)
+        if unread:
+            raise RuntimeError("the sweeper's cursors could not be read (throttled): this run does nothing")
+        return {key.sk: _cursor(key.sk, found.get(key)) for key in keys}
+
+    def save(self, cursor: Cursor) -> bool:
+        values: dict[str, Any] = {
+            "pk": CURSOR_PK,
+            "sk": cursor.partition,
+            "after": cursor.after,
+            "revisits": [{"pk": e.pk, "sk": e.sk, "eventId": e.event_id} for e in cursor.revisits],
+        }
+        if cursor.margin_digest is not None:
+            values["marginDigest"] = cursor.margin_digest
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=to_item(values),
+                ConditionExpression="attribute_not_exists(pk) OR #after <= :after",
+                ExpressionAttributeNames={"#after": "after"},
+                ExpressionAttributeValues=to_item({":after": cursor.after}),
+            )
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def changes(self, partition: str, above: str, below: str, limit: int) -> tuple[list[Entry], bool]:
+        kwargs: QueryInputTypeDef = {
+            "TableName": self._table,
+            "IndexName": CHANGES_INDEX,
+            "KeyConditionExpression": "#type = :type AND #id BETWEEN :above AND :below",
+            "ExpressionAttributeNames": {"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
+            "ExpressionAttributeValues": to_item({":type": partition, ":above": above, ":below": below}),
+        }
+        found: list[Entry] = []
+        while True:
+            page = self._client.query(**kwargs)
+            for item in page.get("Items", []):
+                entry = Entry(item[CHANGES_SORT_ATTRIBUTE]["S"], item["pk"]["S"], item["sk"]["S"])
+                if above < entry.event_id < below:  # bounds are never eventIds; BETWEEN is inclusive
+                    found.append(entry)
+            if len(found) > limit:
+                return found[:limit], True
+            if "LastEvaluatedKey" not in page:
+                return found, False
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def read(self, entries: Sequence[Entry], consistent: bool) -> tuple[dict[Entry, dict[str, Any]], list[Entry]]:
+        """BatchGetItem by 100, with bounded rounds of UnprocessedKeys and a growing pause between them."""
+        by_key = {(e.pk, e.sk): e for e in entries}
+        found: dict[Entry, dict[str, Any]] = {}
+        unread: list[Entry] = []
+        for start in range(0, len(entries), BATCH_GET_LIMIT):
+            request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
+                self._table: {
+                    "Keys": [to_item({"pk": e.pk, "sk": e.sk}) for e in entries[start : start + BATCH_GET_LIMIT]],
+                    "ConsistentRead": consistent,
+                }
+            }
+            pause = UNPROCESSED_PAUSE_SECONDS
+            for round_ in range(MAX_BATCH_GET_ROUNDS):
+                page = self._client.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self._table, []):
+                    found[by_key[(item["pk"]["S"], item["sk"]["S"])]] = item
+                request = page.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                if round_ < MAX_BATCH_GET_ROUNDS - 1:
+                    self._sleep(pause)
+                    pause *= 2
+            rest: Any = request.get(self._table) or {}
+            left: list[Any] = list(rest.get("Keys", []))
+            unread += [by_key[(key["pk"]["S"], key["sk"]["S"])] for key in left]
+        return found, unread
+
+
+def _cursor(partition: str, item: dict[str, Any] | None) -> Cursor:
+    if item is None:
+        return Cursor(partition)
+    values = from_item(item)
+    revisits = tuple(Entry(str(r["eventId"]), str(r["pk"]), str(r["sk"])) for r in values.get("revisits") or ())
+    return Cursor(partition, values.get("after"), values.get("marginDigest"), revisits)
