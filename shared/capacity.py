@@ -33,7 +33,7 @@ class Workload:
     # the consumer applies one event (measured ~7 ms), the relay publishes and marks one (~45 ms).
     consumer_seconds_per_event: float = 0.02
     relay_seconds_per_event: float = 0.05
-    loans_table_write_units: float = 38.0  # measured; it decides how many partitions (stream shards) there are
+    loans_table_write_units: float = 28.0  # measured; it decides how many partitions (stream shards) there are
 
 
 @dataclass(frozen=True)

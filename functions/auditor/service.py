@@ -167,7 +167,7 @@ class JourneyAuditor:
 
     def _repair(self, finding: Finding, record: ControlRecord, truth: Truth, report: AuditReport) -> Finding | None:
         event = self._evidence(record, truth).newest_event
-        if event is None:  # gone since it was judged (expired): nothing to apply
+        if event is None:  # gone since it was judged (archived or expired): nothing to apply
             return finding
         decision = self._applier.apply(event, "repair", confirm_noop=False)
         logger.warning(

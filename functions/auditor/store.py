@@ -51,7 +51,7 @@ class DynamoTruthReader:
         key = to_item({"pk": outbox.journey_pk(journey_id), "sk": outbox.event_sk(seq)})
         item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
         if item is None:
-            return None  # expired (NOTIFIED events have a TTL)
+            return None  # gone: deleted by an operator archiving old history, or expired under the old layout
         values = from_item(item)
         try:
             event: LoanEvent | None = outbox.event_from_item(item)

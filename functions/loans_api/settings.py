@@ -6,10 +6,6 @@ from functions.loans_api.domain import MAX_SIMULATIONS
 from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
 from shared.settings import BaseSettings
 
-# loans-api's function timeout (infra deploys it; the local runtime gives each request the same). It
-# bounds how late an attempt the orchestrator abandoned can still commit.
-FUNCTION_TIMEOUT_SECONDS = 10
-
 
 class LoansSettings(BaseSettings):
     loans_table_name: str

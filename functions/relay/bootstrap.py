@@ -31,7 +31,7 @@ def _relay(
         aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.loans_table_name
     )
     publisher = publisher or sns_publisher(settings)
-    return OutboxRelay(publisher, store, metrics, clock, settings.notified_ttl_seconds), store
+    return OutboxRelay(publisher, store, metrics, clock), store
 
 
 def build_stream_handler(settings: RelaySettings, metrics: Metrics, publisher: EventPublisher | None = None) -> Handler:

@@ -32,7 +32,7 @@ class UnreadableItem:
 
 
 class OutboxStore(Protocol):
-    def mark_notified(self, event: LoanEvent, published_at: datetime, expires_at: int) -> bool: ...
+    def mark_notified(self, event: LoanEvent, published_at: datetime) -> bool: ...
 
 
 def read_outbox_item(item: dict[str, Any]) -> LoanEvent | UnreadableItem:
@@ -54,7 +54,7 @@ class DynamoOutboxStore:
         self._client = client
         self._table = table_name
 
-    def mark_notified(self, event: LoanEvent, published_at: datetime, expires_at: int) -> bool:
+    def mark_notified(self, event: LoanEvent, published_at: datetime) -> bool:
         """PENDING -> NOTIFIED. False when someone else marked it first."""
         try:
             self._client.update_item(

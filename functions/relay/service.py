@@ -27,13 +27,11 @@ class OutboxRelay:
         store: OutboxStore,
         metrics: Metrics,
         clock: Callable[[], datetime],
-        notified_ttl_seconds: int,
     ) -> None:
         self._publisher = publisher
         self._store = store
         self._metrics = metrics
         self._clock = clock
-        self._notified_ttl = notified_ttl_seconds
 
     def publish(self, events: Sequence[LoanEvent]) -> dict[str, str]:
         """Publish `events`; returns {eventId: reason} for those that failed (not marked)."""
@@ -55,7 +53,7 @@ class OutboxRelay:
 
     def mark(self, event: LoanEvent) -> None:
         now = self._clock()
-        if not self._store.mark_notified(event, now, int(now.timestamp()) + self._notified_ttl):
+        if not self._store.mark_notified(event, now):
             logger.info("outbox item already marked", extra={"event_id": event.eventId})
 
     def count_unreadable(self, items: Sequence[UnreadableItem]) -> None:

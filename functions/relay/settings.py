@@ -1,13 +1,14 @@
 from __future__ import annotations
 
+from shared import topology
 from shared.settings import BaseSettings
 
 # The sweeper's function timeout (infra deploys it): a run can last no longer, so its lease
 # (shared/lease.py) outlasts it by the clock-skew margin and no more.
-SWEEPER_TIMEOUT_SECONDS = 60
+SWEEPER_TIMEOUT_SECONDS = topology.SWEEPER.timeout_seconds
 # How far behind its cursor the sweeper re-reads the changes index (functions/relay/sweeper.py). An
 # eventId is minted by loans-api before the command's transaction commits, and an attempt can commit no
-# later than loans-api's function timeout (10 s, functions/loans_api/settings.py) after it started; the
+# later than loans-api's function timeout (10 s, shared/topology.py LOANS_API) after it started; the
 # id carries loans-api's clock, the horizon the sweeper's (5 s of skew, shared/lease.py); and the index
 # is eventually consistent (normally well under a second: 15 s are kept for a slow propagation).
 # tests/unit/test_sweeper_margin.py holds it to those constants.
@@ -17,8 +18,6 @@ LATE_COMMIT_MARGIN_SECONDS = 30
 class RelaySettings(BaseSettings):
     loans_table_name: str
     events_topic_arn: str
-    # NOTIFIED outbox items expire after this, so the table does not grow forever.
-    notified_ttl_seconds: int = 7 * 24 * 3600
     # The sweeper republishes PENDING events older than this; younger ones are the stream's.
     sweep_threshold_seconds: float = 60.0
     # What bounds one sweep (functions/relay/sweeper.py): events republished, index entries read per

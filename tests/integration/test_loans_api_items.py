@@ -142,7 +142,7 @@ def test_the_relay_marks_the_largest_event_notified_and_it_stays_under_1_kb(reco
     paid = LoanEvent.model_validate(answers["disburse"]["event"])
     dynamodb: DynamoDBClient = aws.client("dynamodb", resources.region, resources.endpoint_url)
     # When the relay marks it NOTIFIED
-    assert DynamoOutboxStore(dynamodb, resources.loans_table).mark_notified(paid, datetime.now(UTC), 0)
+    assert DynamoOutboxStore(dynamodb, resources.loans_table).mark_notified(paid, datetime.now(UTC))
     # Then it is still one write unit's worth, and it carries no expiry: it is the journey's history
     key = {"pk": {"S": outbox.journey_pk(paid.journeyId)}, "sk": {"S": outbox.event_sk(paid.seq)}}
     item = dynamodb.get_item(TableName=resources.loans_table, Key=key, ConsistentRead=True)["Item"]

@@ -2,8 +2,8 @@
 eventId is minted by loans-api before its transaction commits, so the margin covers loans-api's
 longest attempt, the clocks' skew between loans-api and the sweeper, and the index's propagation."""
 
-from functions.loans_api.settings import FUNCTION_TIMEOUT_SECONDS as LOANS_API_TIMEOUT_SECONDS
 from functions.relay.settings import LATE_COMMIT_MARGIN_SECONDS, SWEEPER_TIMEOUT_SECONDS, RelaySettings
+from shared import topology
 from shared.lease import CLOCK_SKEW_MARGIN
 
 # Kept for the journey-changes index's propagation: DynamoDB propagates to a global secondary index "within
@@ -13,7 +13,9 @@ INDEX_PROPAGATION_ALLOWANCE_SECONDS = 15
 
 
 def test_the_margin_covers_loans_apis_longest_attempt_the_clock_skew_and_the_index_propagation():
-    needed = LOANS_API_TIMEOUT_SECONDS + CLOCK_SKEW_MARGIN.total_seconds() + INDEX_PROPAGATION_ALLOWANCE_SECONDS
+    needed = (
+        topology.LOANS_API.timeout_seconds + CLOCK_SKEW_MARGIN.total_seconds() + INDEX_PROPAGATION_ALLOWANCE_SECONDS
+    )
     assert needed <= LATE_COMMIT_MARGIN_SECONDS
     assert RelaySettings.model_fields["sweep_margin_seconds"].default == LATE_COMMIT_MARGIN_SECONDS
 
