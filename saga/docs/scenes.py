@@ -12,7 +12,7 @@ import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -20,6 +20,9 @@ from saga.docs.session import Runtime, Shell
 from shared import aws, tables
 from shared.dynamo import from_item, to_item
 from shared.outbox import EVENT_PREFIX, journey_pk
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 
 @dataclass(frozen=True)
@@ -66,16 +69,17 @@ class Page:
 # -- waits ------------------------------------------------------------------------------------------
 
 
-def _sqs(runtime: Runtime) -> Any:
+def _sqs(runtime: Runtime) -> SQSClient:
     return aws.client("sqs", "us-east-1", runtime.urls["aws"])
 
 
 def _depth(runtime: Runtime, queue: tables.QueueSpec) -> int:
     sqs = _sqs(runtime)
     url = sqs.get_queue_url(QueueName=queue.local_name)["QueueUrl"]
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-    return sum(int(attributes[name]) for name in names)
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
 def road_two_done(variable: str) -> Callable[[Runtime, Shell], bool]:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import urllib3
@@ -20,6 +20,9 @@ import urllib3
 from shared import aws, tables
 from shared.events import LoanEvent, LoanSnapshot, SimulationSummary
 from tests.system import free_port, read_log, start_local, stop_local
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 
 @dataclass(frozen=True)
@@ -310,7 +313,7 @@ def _queue(system_aws_url: str, spec: tables.QueueSpec) -> tuple[Any, str]:
     return sqs, sqs.get_queue_url(QueueName=spec.local_name)["QueueUrl"]
 
 
-def _receives(sqs, url: str, message_id: str) -> int:
+def _receives(sqs: SQSClient, url: str, message_id: str) -> int:
     """The message's ApproximateReceiveCount, read by a receive (counted in it) that finds it visible."""
     batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0, AttributeNames=["All"])
     [message] = [m for m in batch.get("Messages", []) if m["MessageId"] == message_id]

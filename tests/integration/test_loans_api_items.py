@@ -195,7 +195,7 @@ def test_a_short_journey_is_read_in_two_calls(recorded):
     ids=["named-quote-not-active", "an-acceptance-is-active", "named-acceptance-not-active", "quotes-used", "holds"],
 )
 def test_the_journey_items_condition_refuses_a_change_whose_requirements_it_does_not_meet(
-    loans_api, loans_settings: LoansSettings, dynamodb, resources, requires, outcome
+    loans_api, loans_settings: LoansSettings, dynamodb: DynamoDBClient, resources, requires, outcome
 ):
     # Given an accepted journey (one quote, its acceptance) and a change decided at its seq
     quote = json_of(simulate_at_loans_api(loans_api, "k-s"))
