@@ -28,8 +28,8 @@ class TableCalls:
         return found
 
 
-# A TransactWriteItems needs the action of each item it holds (Put: PutItem, Update: UpdateItem).
-LOANS_API = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"))
+# A TransactWriteItems needs the action of each item it holds: loans-api's three are Puts (PutItem).
+LOANS_API = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"))
 ORCHESTRATOR = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:PutItem"))
 CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem"))
 # The relay marks what it published.

@@ -39,5 +39,5 @@ def test_a_port_already_taken_is_an_error_that_names_it():
         taken.listen()
         port = taken.getsockname()[1]
         # When the endpoint is started there, Then the error says where and why
-        with pytest.raises(RuntimeError, match=f"could not serve on 127.0.0.1:{port}: .*in use"):
+        with pytest.raises(OSError, match=f"could not serve on 127.0.0.1:{port}: .*in use"):
             MotoProcess(port=port).start()
