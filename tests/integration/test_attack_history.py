@@ -1,0 +1,58 @@
+"""Adversarial review of issue 25 over moto: the journey's history is its events, every status derived from
+them (functions/loans_api/history.py), and each of a command's three items stays under 1 KB. Straight at
+loans-api (tests/integration/conftest.py). Each test is named for the property it holds loans-api to."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from shared import outbox
+from shared.dynamo import to_item
+from tests.integration.test_loans_api_items import Recorded, _kind, _longest, recorded  # noqa: F401 (fixture)
+from tests.support import ApiClient, json_of
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+JOURNEY = "j-history"
+
+
+def _simulate(api: ApiClient, key: str, amount: int = 5000) -> dict[str, Any]:
+    response = api.post("/simulations", {"journeyId": JOURNEY, "amount": amount, "termMonths": 12}, key=key)
+    assert response.status == 201, response.body
+    return dict(json_of(response))
+
+
+def _accept(api: ApiClient, key: str, simulation_id: str) -> dict[str, Any]:
+    response = api.post("/acceptances", {"journeyId": JOURNEY, "simulationId": simulation_id}, key=key)
+    assert response.status == 201, response.body
+    return dict(json_of(response))
+
+
+def _event_key(seq: int) -> dict[str, Any]:
+    return to_item({"pk": outbox.journey_pk(JOURNEY), "sk": outbox.event_sk(seq)})
+
+
+def test_a_quote_is_never_listed_active_beside_another_when_an_old_layout_event_expired_out_of_order(
+    loans_api: ApiClient, dynamodb: DynamoDBClient, resources: Any
+):
+    # Given a journey of the old layout: quote A (seq 1), its acceptance (seq 2), then quote B (seq 3), which
+    # superseded A and cancelled the acceptance. Under the old layout every NOTIFIED event carried a TTL
+    # (`expiresAt`, 7 days after publishing); DynamoDB deletes expired items "on a best-effort basis ...
+    # typically within two days of expiration", in no order it promises
+    # (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html), and an event
+    # the sweeper republished later expires later. So seq 3 can be gone while seq 1 and 2 are still there.
+    quote_a = _simulate(loans_api, "k-a")
+    _accept(loans_api, "k-acc", quote_a["simulationId"])
+    quote_b = _simulate(loans_api, "k-b")
+    dynamodb.delete_item(TableName=resources.loans_table, Key=_event_key(3))  # TTL's deletion of seq 3
+    # When its truth is read
+    truth = json_of(loans_api.get(f"/journeys/{JOURNEY}"))
+    # Then its item says quote B is the active quote and no acceptance is active...
+    assert truth["lastEvent"]["snapshot"]["simulation"]["simulationId"] == quote_b["simulationId"]
+    assert truth["lastEvent"]["snapshot"]["acceptance"] is None
+    # ...and the history it lists does not contradict it: no other quote, and no acceptance, is ACTIVE
+    # (a window with a hole in its seqs cannot say what the missing event ended: it must stop at the hole)
+    active = [s["simulationId"] for s in truth["simulations"] if s["status"] == "ACTIVE"]
+    assert set(active) <= {quote_b["simulationId"]}, truth["simulations"]
+    assert [a for a in truth["acceptances"] if a["status"] == "ACTIVE"] == [], truth["acceptances"]
