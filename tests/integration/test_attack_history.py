@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from shared import outbox
-from shared.dynamo import to_item
+from shared.dynamo import from_item, to_item
 from tests.integration.test_loans_api_items import Recorded, _kind, _longest, recorded  # noqa: F401 (fixture)
 from tests.support import ApiClient, json_of
 
@@ -56,3 +56,39 @@ def test_a_quote_is_never_listed_active_beside_another_when_an_old_layout_event_
     active = [s["simulationId"] for s in truth["simulations"] if s["status"] == "ACTIVE"]
     assert set(active) <= {quote_b["simulationId"]}, truth["simulations"]
     assert [a for a in truth["acceptances"] if a["status"] == "ACTIVE"] == [], truth["acceptances"]
+
+
+def _strip_counts(item: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """`item` as an event written before quotes were counted (issue 23) holds it: no simulationCount/Left."""
+    values = from_item(item)
+    snapshot = values
+    for name in path:
+        snapshot = snapshot[name]
+    snapshot.pop("simulationCount", None)
+    snapshot.pop("simulationsLeft", None)
+    return to_item(values)
+
+
+def test_older_omitted_names_nothing_when_every_event_of_a_journey_counted_late_is_listed(
+    loans_api: ApiClient, dynamodb: DynamoDBClient, resources: Any
+):
+    # Given a journey whose first events were written before quotes were counted (D14: "an event written
+    # before quotes were counted is bounded by its seq"): a quote and its acceptance (seq 1, 2)
+    quote = _simulate(loans_api, "k-1")
+    _accept(loans_api, "k-2", quote["simulationId"])
+    table = resources.loans_table
+    for seq in (1, 2):
+        found = dynamodb.get_item(TableName=table, Key=_event_key(seq), ConsistentRead=True)["Item"]
+        dynamodb.put_item(TableName=table, Item=_strip_counts(found, ("snapshot",)))
+    ledger_key = to_item({"pk": outbox.journey_pk(JOURNEY), "sk": outbox.LEDGER_SK})
+    ledger = dynamodb.get_item(TableName=table, Key=ledger_key, ConsistentRead=True)["Item"]
+    dynamodb.put_item(TableName=table, Item=_strip_counts(ledger, ("lastEvent", "snapshot")))
+    # And a re-price under this code, which starts counting from its seq (2 quotes "had", so count 3)
+    _simulate(loans_api, "k-3", amount=6000)
+    # When its truth is read: all three events are still in the table, and all are listed
+    truth = json_of(loans_api.get(f"/journeys/{JOURNEY}"))
+    assert [e["seq"] for e in truth["events"]] == [1, 2, 3]
+    assert (len(truth["simulations"]), len(truth["acceptances"])) == (2, 1)
+    # Then olderOmitted names nothing: no older simulation exists to leave out (the item's "counts" say 3
+    # quotes and 0 acceptances, and the answer believed them over the events it had read)
+    assert truth["olderOmitted"] == []
