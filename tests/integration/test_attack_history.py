@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bench.billing import KB, item_size
 from shared import outbox
 from shared.dynamo import from_item, to_item
+from shared.idempotency import MAX_KEY_LENGTH
+from shared.loan_terms import MAX_AMOUNT, MAX_TERM_MONTHS
 from tests.integration.test_loans_api_items import Recorded, _kind, _longest, recorded  # noqa: F401 (fixture)
 from tests.support import ApiClient, json_of
 
@@ -92,3 +95,26 @@ def test_older_omitted_names_nothing_when_every_event_of_a_journey_counted_late_
     # Then olderOmitted names nothing: no older simulation exists to leave out (the item's "counts" say 3
     # quotes and 0 acceptances, and the answer believed them over the events it had read)
     assert truth["olderOmitted"] == []
+
+
+def test_every_receipt_stays_under_1_kb_with_the_largest_origin_request_id_loans_api_accepts(
+    recorded: Recorded,  # noqa: F811 (the fixture imported above)
+):
+    # Given the largest inputs loans-api accepts: the longest key (255 printable ASCII characters, all a key
+    # may hold) and an Origin-Request-Id of 64 characters, the header's only rule: its characters are not
+    # limited to ASCII (the key's are, shared/idempotency.py read_key), and DynamoDB sizes strings by their
+    # UTF-8 bytes (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html)
+    origin = "\U00010000" * 64  # 64 characters, 4 bytes each
+    body = {"journeyId": _longest(64), "amount": float(MAX_AMOUNT), "termMonths": MAX_TERM_MONTHS}
+    # When a simulate carries them
+    response = recorded.api.post(
+        "/simulations", body, key=_longest(MAX_KEY_LENGTH), headers={"Origin-Request-Id": origin}
+    )
+    # Then either loans-api refuses an origin it cannot keep within its budget (400), or it keeps every one
+    # of the three items under 1 KB, as D1 and tests/integration/test_loans_api_items.py claim
+    if response.status == 400:
+        return
+    assert response.status == 201, response.body
+    [items] = recorded.transactions
+    sizes = {_kind(op): item_size(op["Put"]["Item"]) for op in items}
+    assert max(sizes.values()) < KB, sizes
