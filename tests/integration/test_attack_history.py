@@ -118,3 +118,29 @@ def test_every_receipt_stays_under_1_kb_with_the_largest_origin_request_id_loans
     [items] = recorded.transactions
     sizes = {_kind(op): item_size(op["Put"]["Item"]) for op in items}
     assert max(sizes.values()) < KB, sizes
+
+
+def test_one_unreadable_event_in_the_history_does_not_make_the_journeys_truth_a_500(
+    loans_api: ApiClient, dynamodb: DynamoDBClient, resources: Any
+):
+    # Given a journey of two quotes whose older event item can no longer be read as an event (edited by hand,
+    # restored from elsewhere, or of a type this version does not know: issue 25 itself expects unreadable
+    # event items, "one unreadable or stuck item never pins the cursor"). Its item (seq 2) reads fine.
+    _simulate(loans_api, "k-1")
+    newest = _simulate(loans_api, "k-2", amount=6000)
+    dynamodb.update_item(
+        TableName=resources.loans_table,
+        Key=_event_key(1),
+        UpdateExpression="SET #type = :type",
+        ExpressionAttributeNames={"#type": "type"},
+        ExpressionAttributeValues=to_item({":type": "SomethingNewer"}),
+    )
+    assert loans_api.get(f"/journeys/{JOURNEY}/ledger").status == 200
+    # When an operator reads its truth (`saga journey show`)
+    response = loans_api.get(f"/journeys/{JOURNEY}")
+    # Then it is answered from what is readable (the newest quote, ACTIVE), not with a 500 that says
+    # `retryable: true` although no retry will ever read that item
+    assert response.status == 200, response.body
+    truth = json_of(response)
+    assert truth["simulations"][-1]["simulationId"] == newest["simulationId"]
+    assert truth["simulations"][-1]["status"] == "ACTIVE"
