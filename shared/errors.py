@@ -80,6 +80,10 @@ class InvalidIdempotencyKey(DomainError):
     """An Idempotency-Key header that is not 1..255 characters."""
 
 
+class InvalidOriginRequestId(DomainError):
+    """An Origin-Request-Id header that is not an id (1..64 letters, digits and dashes)."""
+
+
 class IdempotencyKeyReused(DomainError):
     """The same Idempotency-Key was sent with a different request."""
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, MissingIdempotencyKey
+from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, InvalidOriginRequestId, MissingIdempotencyKey
+from shared.loan_terms import ID_PATTERN
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -68,6 +69,21 @@ def read_key(key: str | None) -> str | None:
             f"the {HEADER} header holds {character} at character {unreadable.start() + 1}; {_KEY_RULE}"
         )
     return value
+
+
+_ORIGIN = re.compile(ID_PATTERN)
+
+
+def read_origin(origin: str | None) -> str | None:
+    """The Origin-Request-Id header's value, or None when absent. InvalidOriginRequestId unless it is an
+    id (`shared.loan_terms.ID_PATTERN`: 1..64 letters, digits and dashes, as the orchestrator's UUIDs are):
+    the receipt records it inside the 1 KB every item of a command keeps to, and DynamoDB sizes a string
+    by its UTF-8 bytes, so 64 characters beyond ASCII would be 256 bytes."""
+    if origin is None:
+        return None
+    if not _ORIGIN.fullmatch(origin):
+        raise InvalidOriginRequestId(f"the {ORIGIN_HEADER} header must be 1..64 letters, digits and dashes")
+    return origin
 
 
 def require_key(key: str | None) -> str:

@@ -44,6 +44,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[errors.DomainError], int, str, str, bool], ...]
     (errors.LedgerMoved, 412, "ledger-moved", "The journey moved since the command was decided", False),
     (errors.MissingIdempotencyKey, 400, "idempotency-key-missing", "Idempotency-Key header required", False),
     (errors.InvalidIdempotencyKey, 400, "idempotency-key-invalid", "Idempotency-Key header invalid", False),
+    (errors.InvalidOriginRequestId, 400, "origin-request-id-invalid", "Origin-Request-Id header invalid", False),
     (errors.IdempotencyKeyReused, 422, "idempotency-key-reused", "Idempotency-Key reused", False),
     (errors.StoreContention, 503, "contention", "Too much concurrent activity", True),
     (errors.UpstreamUnavailable, 503, "upstream-unavailable", "Dependency unavailable", True),

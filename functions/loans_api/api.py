@@ -22,7 +22,7 @@ from functions.loans_api.models import (
 )
 from functions.loans_api.service import KeyedRequest, LoansService
 from shared import openapi
-from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, MAX_KEY_LENGTH, ORIGIN_HEADER, require_key
+from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, MAX_KEY_LENGTH, ORIGIN_HEADER, read_origin, require_key
 from shared.loan_terms import ID_PATTERN
 from shared.resolver import new_resolver, respond
 
@@ -52,9 +52,8 @@ Origin = Annotated[
     str | None,
     Header(
         alias=ORIGIN_HEADER,
-        min_length=1,
-        max_length=64,
-        description="Optional: the caller's id of the request this attempt belongs to (the same on each retry). "
+        description="Optional: the caller's id of the request this attempt belongs to (the same on each retry): "
+        "1..64 letters, digits and dashes, else 400 origin-request-id-invalid. "
         "The receipt records it, and a replay answers it back in the same header, so the caller can tell its own "
         "earlier attempt from an earlier request.",
     ),
@@ -73,7 +72,9 @@ def create_app(service: LoansService) -> APIGatewayRestResolver:
     def keyed(key: str, expected_seq: int | None, origin: str | None, body: BaseModel | None = None) -> KeyedRequest:
         event = app.current_event
         validated = None if body is None else body.model_dump()
-        return KeyedRequest(require_key(key), event.http_method, event.path, validated, expected_seq, origin)
+        return KeyedRequest(
+            require_key(key), event.http_method, event.path, validated, expected_seq, read_origin(origin)
+        )
 
     @app.post(
         "/simulations",

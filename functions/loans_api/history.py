@@ -20,7 +20,6 @@ HISTORY_PAGE = 50
 # whole. A journey with a raised cap lists what the newest 202 events hold (`olderOmitted` says so).
 WINDOW_PAGE = 2 * HISTORY_PAGE + 1
 MAX_WINDOW_PAGES = 2
-_TERMINAL = ("disbursed", "cancelled")
 DISBURSED = "DISBURSED"
 
 
@@ -32,58 +31,52 @@ class Entry:
     status: str
 
 
-@dataclass(frozen=True)
-class Totals:
-    """How many of each kind the journey has had, from its item alone (None: not counted, an event
-    written before quotes were counted). Every event is one quote, one acceptance or the journey's end."""
-
-    events: int
-    simulations: int | None
-    acceptances: int | None
-
-    @classmethod
-    def of(cls, last: LoanEvent) -> Totals:
-        quotes = last.snapshot.simulationCount
-        if quotes is None:
-            return cls(last.seq, None, None)
-        ended = int(last.snapshot.state in _TERMINAL)
-        return cls(last.seq, quotes, last.seq - quotes - ended)
+def unbroken(last: LoanEvent, newest: list[Entry]) -> list[Entry]:
+    """The run of `newest` (newest first) that follows on from the journey's item without a hole: event i
+    is seq `last.seq - i`. An event missing from the table (an old-layout event expired under its TTL, in
+    no order DynamoDB promises) hides what it ended, so no event older than it can say its own status."""
+    run: list[Entry] = []
+    for entry in newest:
+        if entry.event.seq != last.seq - len(run):
+            break
+        run.append(entry)
+    return run
 
 
 def is_enough(last: LoanEvent, newest: list[Entry]) -> bool:
-    """Whether the window `newest` (newest first) already holds the newest page of each kind and shows
-    whether older ones exist, so no further page is read."""
-    totals = Totals.of(last)
-    if totals.simulations is None or totals.acceptances is None:
-        return len(newest) >= totals.events
+    """Whether the window `newest` (newest first, unbroken from `last`) needs no further page: it reaches
+    the journey's first event, or it holds more than a page of each kind (so each is named omitted)."""
+    if reaches_start(last, newest):
+        return True
     simulations = sum(1 for e in newest if e.event.type == "SimulationCreated")
     acceptances = sum(1 for e in newest if e.event.type == "AcceptanceCreated")
-    return (
-        len(newest) > HISTORY_PAGE
-        and (simulations > HISTORY_PAGE or simulations >= totals.simulations)
-        and (acceptances > HISTORY_PAGE or acceptances >= totals.acceptances)
-    ) or len(newest) >= totals.events
+    return len(newest) > HISTORY_PAGE and simulations > HISTORY_PAGE and acceptances > HISTORY_PAGE
+
+
+def reaches_start(last: LoanEvent, run: list[Entry]) -> bool:
+    """Whether the unbroken `run` holds every event the journey has had (it reaches seq 1)."""
+    return len(run) >= last.seq
 
 
 def truth(last: LoanEvent, newest: list[Entry]) -> JourneyTruth:
     """`GET /journeys/{id}`'s answer from the journey item's event `last` and the window `newest`
-    (its newest events, newest first, contiguous from `last`), every status derived by `statuses`.
-    `olderOmitted` names each kind the journey has more of than the answer lists."""
-    simulations, acceptances = statuses(list(reversed(newest)))
-    totals = Totals.of(last)
-    complete = len(newest) >= totals.events
-    older: list[str] = []
-    for name, found, total in (
-        ("simulations", len(simulations), totals.simulations),
-        ("acceptances", len(acceptances), totals.acceptances),
-        ("events", len(newest), totals.events),
-    ):
-        listed = min(found, HISTORY_PAGE)
-        if (total is not None and total > listed) or (total is None and (found > listed or not complete)):
-            older.append(name)
+    (its newest readable events, newest first), every status derived by `statuses` from the unbroken run
+    from `last` (`unbroken`). `olderOmitted` names each kind the answer may not list whole: when the run
+    reaches seq 1 the events are all there is, and a kind is named only if it has more than a page; when
+    it does not (a hole, an unreadable event, or a history longer than the window), every kind is named,
+    as nothing the window read says what the older events were (the item's `simulationCount` is exact only
+    if counting began at seq 1, which no item records: D14)."""
+    run = unbroken(last, newest)
+    simulations, acceptances = statuses(list(reversed(run)))
+    whole = reaches_start(last, run)
+    older = [
+        name
+        for name, found in (("simulations", len(simulations)), ("acceptances", len(acceptances)), ("events", len(run)))
+        if found > HISTORY_PAGE or not whole
+    ]
     events = [
         {"eventId": e.event.eventId, "seq": e.event.seq, "type": e.event.type, "status": e.status}
-        for e in reversed(newest[:HISTORY_PAGE])
+        for e in reversed(run[:HISTORY_PAGE])
     ]
     return JourneyTruth.of(
         last,

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
+from pydantic import ValidationError
 
 from functions.loans_api import history
 from functions.loans_api.domain import Change, Ledger, Requirements
@@ -22,6 +24,8 @@ from shared.idempotency import Receipt, receipt_key
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import PutTypeDef, QueryInputTypeDef, TransactWriteItemTypeDef
+
+logger = Logger(child=True)
 
 # The positions of the three items in every command's transaction.
 _RECEIPT, _JOURNEY = 0, 1
@@ -91,9 +95,15 @@ class DynamoLoanStore:
         }
         for _ in range(history.MAX_WINDOW_PAGES):
             page = self._client.query(**kwargs)
+            broken = False
             for found in page.get("Items", []):
-                newest.append(history.Entry(outbox.event_from_item(found), str(from_item(found)["status"])))
-            if "LastEvaluatedKey" not in page or history.is_enough(last, newest):
+                entry = _entry(found)
+                # An unreadable event or a hole in the seqs ends the window there (history.unbroken).
+                if entry is None or entry.event.seq != last.seq - len(newest):
+                    broken = True
+                    break
+                newest.append(entry)
+            if broken or "LastEvaluatedKey" not in page or history.is_enough(last, newest):
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return history.truth(last, newest)
@@ -203,6 +213,20 @@ def _conditions(seq: int, requires: Requirements) -> tuple[str, dict[str, Any]]:
         clauses.append(f"{snapshot}.simulationCount < :quotes")
         values[":quotes"] = requires.quotes_below
     return " AND ".join(clauses), values
+
+
+def _entry(item: dict[str, Any]) -> history.Entry | None:
+    """The history's entry in a DynamoDB-typed event item, or None (logged with its key) when it cannot be
+    read as one: edited by hand, restored from elsewhere, or of a type this version does not know."""
+    try:
+        return history.Entry(outbox.event_from_item(item), str(from_item(item)["status"]))
+    except (ValidationError, KeyError) as error:
+        key = {name: item.get(name, {}).get("S") for name in ("pk", "sk")}
+        logger.warning(
+            "Unreadable event item: the journey's history is listed down to it",
+            extra={**key, "error": repr(error)[:500]},
+        )
+        return None
 
 
 def _ledger_event(item: dict[str, Any]) -> LoanEvent:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from shared import outbox
 from shared.dynamo import from_item, to_item
 from shared.idempotency import Receipt
 from tests.integration.aws_calls import scan
@@ -242,3 +243,27 @@ def test_the_ledger_route_answers_where_the_journey_stands_in_one_read(loans_api
     ledger = json_of(loans_api.get(f"/journeys/{JOURNEY}/ledger"))
     assert (ledger["seq"], ledger["state"]) == (2, "accepted")
     assert ledger["lastEvent"]["snapshot"]["acceptance"]["acceptanceId"] == acceptance["acceptanceId"]
+
+
+def test_an_unreadable_event_item_is_logged_at_warning_with_its_key_and_the_history_stops_above_it(
+    loans_api, dynamodb: DynamoDBClient, resources, caplog: pytest.LogCaptureFixture
+):
+    # Given a journey of two quotes whose older event item holds no event this version can read
+    simulate(loans_api, "k-1")
+    simulate(loans_api, "k-2", amount=6000)
+    key = {"pk": outbox.journey_pk(JOURNEY), "sk": outbox.event_sk(1)}
+    dynamodb.update_item(
+        TableName=resources.loans_table,
+        Key=to_item(key),
+        UpdateExpression="REMOVE #snapshot",
+        ExpressionAttributeNames={"#snapshot": "snapshot"},
+    )
+    # When its truth is read
+    with caplog.at_level("WARNING"):
+        truth = json_of(loans_api.get(f"/journeys/{JOURNEY}"))
+    # Then the item is logged at WARNING by its key, and the answer lists the newest event alone
+    [record] = [r for r in caplog.records if r.getMessage().startswith("Unreadable event item")]
+    assert record.levelname == "WARNING"
+    assert (record.__dict__["pk"], record.__dict__["sk"]) == (key["pk"], key["sk"])
+    assert [e["seq"] for e in truth["events"]] == [2]
+    assert sorted(truth["olderOmitted"]) == ["acceptances", "events", "simulations"]

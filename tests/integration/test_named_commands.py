@@ -159,6 +159,19 @@ def test_loans_api_answers_a_replay_with_the_request_that_made_it(loans_api):
     assert again.body == first.body
 
 
+@pytest.mark.parametrize("origin", ["\U00010000" * 16, "r 1", "r" * 65], ids=["beyond-ascii", "a-space", "65-chars"])
+def test_loans_api_refuses_an_origin_request_id_that_is_not_an_id_with_a_400_and_writes_nothing(loans_api, origin):
+    # Given an Origin-Request-Id that is not 1..64 letters, digits and dashes (its receipt's budget: D2)
+    body = {"journeyId": "j-origin-bad", "amount": 10000, "termMonths": 36}
+    # When a simulate carries it
+    response = loans_api.post("/simulations", body, key="k-bad", headers={"Origin-Request-Id": origin})
+    # Then it is a 400 problem, and the journey was never written
+    assert response.status == 400, response.body
+    assert response.headers.get("Content-Type") == "application/problem+json"
+    assert json_of(response)["type"] == "urn:loan-saga:problem:origin-request-id-invalid"
+    assert loans_api.get("/journeys/j-origin-bad").status == 404
+
+
 def test_a_keyless_simulate_that_gets_a_503_says_a_repeat_may_price_again(orchestrator, loans_http):
     journey = new_journey(orchestrator)
     loans_http.persistent_fault = "5xx"

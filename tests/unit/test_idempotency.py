@@ -4,8 +4,21 @@ import re
 
 import pytest
 
-from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, MissingIdempotencyKey
-from shared.idempotency import Receipt, fingerprint, read_key, require_key
+from functions.orchestrator.keys import new_nonce
+from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, InvalidOriginRequestId, MissingIdempotencyKey
+from shared.idempotency import Receipt, fingerprint, read_key, read_origin, require_key
+
+
+def test_the_orchestrators_origin_request_ids_are_valid_and_an_absent_one_is_none():
+    origin = new_nonce()
+    assert read_origin(origin) == origin
+    assert read_origin(None) is None
+
+
+@pytest.mark.parametrize("origin", ["", "\u00e9" * 64, "r\u00a01", "r 1", "r\t", "r" * 65], ids=repr)
+def test_an_origin_request_id_that_is_not_an_id_is_invalid(origin):
+    with pytest.raises(InvalidOriginRequestId):
+        read_origin(origin)
 
 
 @pytest.mark.parametrize("key", [None, "", "   "], ids=["none", "empty", "blank"])
