@@ -121,8 +121,8 @@ def _sweeper_reads(swept: Mapping[str, float] | None) -> str:
     return (
         f"\nThe sweeper (not in the rows above: it runs on a schedule, not per journey) reads "
         f"**{swept['readUnitsPerEventAtDefaultRate']:.3f} RRU per event** at steady state (goal: at most "
-        f"{SWEEPER_READS_GOAL}): "
-        f"{verdict(swept['readUnitsPerEventAtDefaultRate'] <= SWEEPER_READS_GOAL)}; {swept['readUnitsPerEvent']:g} to read each event whole once (eventually "
+        f"{SWEEPER_READS_GOAL}): {verdict(swept['readUnitsPerEventAtDefaultRate'] <= SWEEPER_READS_GOAL)}; "
+        f"{swept['readUnitsPerEvent']:g} to read each event whole once (eventually "
         f"consistent), {swept['indexReadUnitsPerEvent']:.3f} for its {swept['indexEntryBytes']:g}-byte "
         f"journey-changes entry (read again while in the margin behind the cursor), and "
         f"{swept['readUnitsPerIdleRun']:g} RRU per run (its cursors, the index's first pages) spread over "
