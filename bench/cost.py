@@ -185,9 +185,7 @@ def journey_cost(moto: MotoServer, meter: Meter, design: str, lose_one_reply: bo
     tables = (r.loans_table, r.journeys_table) if design == "ours" else ()
     stored = {name: size for table in tables for name, size in meter.stored(r.endpoint_url, table).items()}
     billed = {name: fn.billed_ms for name, fn in functions.items()}
-    return JourneyCost(usage, per_command, invocations, billed, stored)
-    billed = {name: fn.billed_ms for name, fn in functions.items()}
-    return JourneyCost(usage, per_command, invocations, billed, swept)
+    return JourneyCost(usage, per_command, invocations, billed, stored, swept)
 
 
 # The events one sweep finds at the stack's default rate: 20 journeys/s (shared/capacity.py), 4 events each,
