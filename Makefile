@@ -14,7 +14,9 @@ hash = $(shell cat pyproject.toml $(1) | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.installed-dev-$(call hash,$(DEV_LOCK))
 RUN_STAMP := $(VENV)/.installed-run-$(call hash,$(RUN_LOCK))
 # uv installs the locks (pip takes minutes over the dev lock); pip only bootstraps uv itself, at the
-# version and hashes the dev lock pins.
+# version and hashes the dev lock pins. Bytecode is compiled at install, as pip does: with
+# PYTHONDONTWRITEBYTECODE set (as on these machines) every process, each of saga local's function
+# containers too, would otherwise compile every module it imports again.
 UV := $(BIN)/uv
 UV_PIN = sed -n '/^uv==/,/[^\\]$$/p' $(DEV_LOCK)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -29,7 +31,7 @@ define venv_with
 	@echo "installing $(2): $$(grep -c '^[A-Za-z0-9].*==' $(1)) packages from $(1) into $(VENV)" \
 		"(a few seconds once they are cached, a minute or two the first time)"
 	@started=$$(date +%s); \
-	$(UV) pip install --python $(BIN)/python --require-hashes -r $(1) && \
+	$(UV) pip install --python $(BIN)/python --require-hashes --compile-bytecode -r $(1) && \
 	$(UV) pip install --python $(BIN)/python --quiet --no-deps -e . && \
 	echo "installed in $$(( $$(date +%s) - started )) s"
 endef
