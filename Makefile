@@ -74,7 +74,7 @@ TEST_WORKERS ?= auto
 test: ## ruff, mypy and the whole test suite (install included; the summary says how long each part took)
 	@started=$$(date +%s); $(MAKE) --no-print-directory install && installed=$$(date +%s) && \
 	$(MAKE) --no-print-directory lint typecheck && checked=$$(date +%s) && \
-	MAKE_TEST_CLOCK="$$started $$installed $$checked" $(BIN)/pytest -n $(TEST_WORKERS)
+	MAKE_TEST_CLOCK="$$started $$installed $$checked" $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 synth: install ## synthesize the stack offline (no packaging), run cdk-nag and cfn-lint
 	CDK_OUTDIR=cdk.out $(BIN)/python -c "import aws_cdk as cdk; from app import build_app; build_app(cdk.App(context={'skipBundling': 'true'}))[0].synth()"

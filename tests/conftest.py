@@ -31,6 +31,18 @@ if os.environ.get("CI"):
 
 import pytest  # noqa: E402
 
+# `make test` runs on every core (pytest-xdist, --dist loadgroup); the tests that share an expensive fixture
+# run on one worker, which builds it once: tests/infra the stack's two synthesized templates, and each
+# module below its own deployment or system (a module-scoped fixture).
+ONE_WORKER = ("tests/infra/", "tests/e2e/test_verify.py", "tests/e2e/test_operator.py", "tests/chaos/test_fuzz.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = next((prefix for prefix in ONE_WORKER if item.nodeid.startswith(prefix)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def system():
