@@ -3,23 +3,48 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Both locks are written by `make lock`: lambda.txt is what the layer installs (Lambda's Python and
-# platform), dev.txt is what .venv installs, constrained to the same versions of the shared packages.
+# The locks are written by `make lock`: lambda.txt is what the layer installs (Lambda's Python and
+# platform); run.txt what `make run` installs (the runtime and the `saga` commands: the `local` extra);
+# dev.txt what `make install` and `make test` install (the `dev` extra: also the CDK, linters and test
+# tools), constrained to the versions of the other two, so each is a subset of it at the same versions.
 LAMBDA_LOCK := requirements/lambda.txt
+RUN_LOCK := requirements/run.txt
 DEV_LOCK := requirements/dev.txt
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(DEV_LOCK) | sha1sum | cut -c1-12)
+hash = $(shell cat pyproject.toml $(1) | sha1sum | cut -c1-12)
+DEV_STAMP := $(VENV)/.installed-dev-$(call hash,$(DEV_LOCK))
+RUN_STAMP := $(VENV)/.installed-run-$(call hash,$(RUN_LOCK))
+# uv installs the locks (pip takes minutes over the dev lock); pip only bootstraps uv itself, at the
+# version and hashes the dev lock pins. Bytecode is compiled at install, as pip does: with
+# PYTHONDONTWRITEBYTECODE set (as on these machines) every process, each of saga local's function
+# containers too, would otherwise compile every module it imports again.
+UV := $(BIN)/uv
+UV_PIN = sed -n '/^uv==/,/[^\\]$$/p' $(DEV_LOCK)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install lock run test lint typecheck unit integration e2e chaos soak synth bench docs clean
 
-$(STAMP): pyproject.toml $(DEV_LOCK)
+# $(call venv_with,LOCK,WHAT): .venv holding LOCK's packages (hash-checked) and this project (editable).
+define venv_with
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --require-hashes -r $(DEV_LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps -e .
-	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+	@test -x $(UV) || { $(UV_PIN) | $(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		--require-hashes --no-deps -r /dev/stdin; }
+	@echo "installing $(2): $$(grep -c '^[A-Za-z0-9].*==' $(1)) packages from $(1) into $(VENV)" \
+		"(a few seconds once they are cached, a minute or two the first time)"
+	@started=$$(date +%s); \
+	$(UV) pip install --python $(BIN)/python --require-hashes --compile-bytecode -r $(1) && \
+	$(UV) pip install --python $(BIN)/python --quiet --no-deps -e . && \
+	echo "installed in $$(( $$(date +%s) - started )) s"
+endef
 
-install: $(STAMP)
+$(DEV_STAMP): pyproject.toml $(DEV_LOCK)
+	$(call venv_with,$(DEV_LOCK),everything make test needs)
+	@rm -f $(VENV)/.installed-* && touch $(DEV_STAMP) $(RUN_STAMP)
+
+$(RUN_STAMP): pyproject.toml $(RUN_LOCK)
+	$(call venv_with,$(RUN_LOCK),what running needs (make test adds the rest))
+	@rm -f $(VENV)/.installed-run-* && touch $(RUN_STAMP)
+
+install: $(DEV_STAMP)
 
 # boto3 and botocore (with s3transfer, python-dateutil, six) come with Lambda's Python runtime: the
 # layer leaves them out (infra/packaging.py says why). The flags here are checked by tests/infra.
@@ -27,11 +52,14 @@ lock: install ## re-resolve both lock files from pyproject.toml (needs PyPI)
 	$(BIN)/uv pip compile --quiet pyproject.toml --generate-hashes --python-version 3.14 \
 		--python-platform aarch64-manylinux_2_34 --no-emit-package boto3 --no-emit-package botocore \
 		--no-emit-package s3transfer --no-emit-package python-dateutil --no-emit-package six -o $(LAMBDA_LOCK)
+	$(BIN)/uv pip compile --quiet pyproject.toml --extra local --generate-hashes --universal --python-version 3.11 \
+		-c $(LAMBDA_LOCK) -o $(RUN_LOCK)
 	$(BIN)/uv pip compile --quiet pyproject.toml --extra dev --generate-hashes --universal --python-version 3.11 \
-		-c $(LAMBDA_LOCK) -o $(DEV_LOCK)
+		-c $(LAMBDA_LOCK) -c $(RUN_LOCK) -o $(DEV_LOCK)
 
-run: install ## start the whole system locally (Ctrl-C stops it)
-	$(BIN)/saga local
+# A .venv that `make install` or `make test` made already holds everything running needs.
+run: $(if $(wildcard $(DEV_STAMP)),$(DEV_STAMP),$(RUN_STAMP)) ## start the whole system locally (Ctrl-C stops it); ARGS="--port 3100" passes flags to `saga local`
+	$(BIN)/saga local $(ARGS)
 
 lint: install
 	$(BIN)/ruff check .
@@ -40,8 +68,13 @@ lint: install
 typecheck: install
 	$(BIN)/mypy .
 
-test: lint typecheck ## ruff, mypy and the whole test suite
-	$(BIN)/pytest
+# The whole suite, on every core (pytest-xdist). The closing summary says how long `make test` took,
+# install included (tests/conftest.py prints it from MAKE_TEST_CLOCK).
+TEST_WORKERS ?= auto
+test: ## ruff, mypy and the whole test suite (install included; the summary says how long each part took)
+	@started=$$(date +%s); $(MAKE) --no-print-directory install && installed=$$(date +%s) && \
+	$(MAKE) --no-print-directory lint typecheck && checked=$$(date +%s) && \
+	MAKE_TEST_CLOCK="$$started $$installed $$checked" $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 synth: install ## synthesize the stack offline (no packaging), run cdk-nag and cfn-lint
 	CDK_OUTDIR=cdk.out $(BIN)/python -c "import aws_cdk as cdk; from app import build_app; build_app(cdk.App(context={'skipBundling': 'true'}))[0].synth()"

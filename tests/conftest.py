@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 os.environ.update(
     {
@@ -30,6 +31,18 @@ if os.environ.get("CI"):
 
 import pytest  # noqa: E402
 
+# `make test` runs on every core (pytest-xdist, --dist loadgroup); the tests that share an expensive fixture
+# run on one worker, which builds it once: tests/infra the stack's two synthesized templates, and each
+# module below its own deployment or system (a module-scoped fixture).
+ONE_WORKER = ("tests/infra/", "tests/e2e/test_verify.py", "tests/e2e/test_operator.py", "tests/chaos/test_fuzz.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = next((prefix for prefix in ONE_WORKER if item.nodeid.startswith(prefix)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def system():
@@ -45,3 +58,18 @@ def clean_proxy(system):
     system.toxiproxy.reset()
     yield system.toxiproxy
     system.toxiproxy.reset()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Under `make test` (the Makefile sets MAKE_TEST_CLOCK: when it started, when .venv was installed,
+    when ruff and mypy were done, in epoch seconds), the closing summary says how long it all took."""
+    clock = os.environ.get("MAKE_TEST_CLOCK", "").split()
+    if len(clock) != 3:
+        return
+    started, installed, checked = (int(moment) for moment in clock)
+    now = time.time()
+    terminalreporter.write_sep(
+        "-",
+        f"make test: {now - started:.0f} s (install {installed - started} s, ruff and mypy {checked - installed} s,"
+        f" pytest {now - checked:.0f} s)",
+    )

@@ -11,10 +11,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import urllib3
 
@@ -22,7 +23,16 @@ from saga.faultproxy.client import ToxiproxyClient
 from saga.faultproxy.server import FaultProxyServer
 from saga.links import naming
 
+T = TypeVar("T")
 LOANS_PROXY = "loans-api"
+# How long a wait for what the system does in a second or two may last before it fails: generous, since a
+# wait ends as soon as its condition holds, and a loaded machine (2 cores, shared) is slow, not wrong.
+PATIENCE = 60.0
+# How long `saga local` may take to become healthy (it fails at once if the process exits).
+STARTUP_PATIENCE = 300.0
+# A wait on something that moves by steps (a drain, agents' retries) fails once no step was made for this
+# long: never on a count of tries, which depends on the machine's load.
+STALL_SECONDS = 120.0
 
 
 def free_port() -> int:
@@ -101,7 +111,7 @@ class System:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
         return done.returncode, done.stdout + done.stderr
 
-    def wait_for(self, predicate: Any, timeout: float = 10.0, interval: float = 0.1) -> Any:
+    def wait_for(self, predicate: Any, timeout: float = PATIENCE, interval: float = 0.1) -> Any:
         deadline = time.monotonic() + timeout
         while True:
             value = predicate()
@@ -118,7 +128,11 @@ def start_local(
     extra: tuple[str, ...] = (),
     log_path: str | None = None,
 ) -> tuple[subprocess.Popen[str], float]:
-    """Start `saga local`; its output goes to a file (a pipe nobody reads would fill and block it)."""
+    """Start `saga local`; its output goes to a file (a pipe nobody reads would fill and block it), and
+    its state file (where it listens) beside that, not in the checkout's .saga/ (a developer's own `make
+    run`, and other test processes, keep theirs)."""
+    if "--state-file" not in extra:
+        extra = (*extra, "--state-file", os.path.join(tempfile.mkdtemp(prefix="saga-local-"), "local.json"))
     command = [
         sys.executable,
         "-m",
@@ -140,7 +154,7 @@ def start_local(
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
     process.log_file = log  # type: ignore[attr-defined]
     http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=1, read=5), retries=False)
-    deadline = started + 90
+    deadline = started + STARTUP_PATIENCE
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"saga local exited early: {read_log(log_path)}")
@@ -151,7 +165,7 @@ def start_local(
             pass
         time.sleep(0.2)
     stop_local(process)
-    raise RuntimeError("saga local did not become healthy within 90 s")
+    raise RuntimeError(f"saga local did not become healthy within {STARTUP_PATIENCE:.0f} s")
 
 
 def read_log(log_path: str | None) -> str:
@@ -173,6 +187,41 @@ def stop_local(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout
         return -9
     finally:
         process.log_file.close()  # type: ignore[attr-defined]
+
+
+class Progress:
+    """When anything last moved, for retry loops that go on while it moves and give up once nothing did
+    for `stall_seconds`: never after a count of tries, since how many it takes depends on the load."""
+
+    def __init__(self, stall_seconds: float = STALL_SECONDS) -> None:
+        self.stall_seconds = stall_seconds
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def moved(self) -> None:
+        with self._lock:
+            self._last = time.monotonic()
+
+    def stalled(self) -> bool:
+        with self._lock:
+            return time.monotonic() - self._last > self.stall_seconds
+
+
+def wait_draining(read: Callable[[], T], remaining: Callable[[T], int], stall_seconds: float = STALL_SECONDS,
+                  interval: float = 0.5) -> T:  # fmt: skip
+    """`read()` until `remaining` of what it read is 0 (what is left to do: events pending, messages
+    queued); fails once that did not go down for `stall_seconds`, however long draining takes."""
+    least, moved = None, time.monotonic()
+    while True:
+        value = read()
+        left = remaining(value)
+        if left == 0:
+            return value
+        if least is None or left < least:
+            least, moved = left, time.monotonic()
+        elif time.monotonic() - moved > stall_seconds:
+            raise AssertionError(f"not draining: {left} left, none done for {stall_seconds:.0f} s: {value}")
+        time.sleep(interval)
 
 
 def start_system() -> tuple[System, FaultProxyServer | None]:

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.system import System
+from tests.system import Progress, System
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,9 @@ class Tally:
     keys_seen: set[tuple[str, str]] = field(default_factory=set)
     retried_5xx: int = 0
     unconverged: int = 0
+    most_tries: int = 0  # the most sends one command needed before an answer other than a 5xx
+    # Moves whenever an agent gets an answer other than a 5xx: the system is making progress
+    progress: Progress = field(default_factory=Progress)
     # per journey: the newest Control Record any agent has read (what accept and disburse name)
     last_read: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -55,26 +58,34 @@ class Tally:
     def note(self, status: int) -> None:
         with self.lock:
             self.statuses[f"http {status}"] += 1
+        if status < 500:
+            self.progress.moved()
 
 
 class Agents:
     """The agents of the soak: each command is sent by one of them, from `pool`, into `tally`."""
 
-    def __init__(self, system: System, tally: Tally, pool: ThreadPoolExecutor, tries: int) -> None:
+    def __init__(self, system: System, tally: Tally, pool: ThreadPoolExecutor) -> None:
         self.system, self.tally, self.pool = system, tally, pool
-        self.tries = tries  # a command that answers a retryable 5xx is sent again, up to this many times in all
 
     def send(self, journey_id: str, command: Command) -> Any:
-        """One agent's command: retried while it answers a retryable 5xx, as an LLM told so would."""
+        """One agent's command: retried while it answers a retryable 5xx, as an LLM told so would. It has
+        not converged once no agent got anything but a 5xx for a while (`tally.progress`): not a count of
+        tries, since how many a command needs depends on the machine's load (a busy machine runs into the
+        request's deadline more often)."""
         path = "/journeys" if command.name == "create" else f"/journeys/{journey_id}/{command.name}"
         headers = {} if command.key is None else {"Idempotency_Key": command.key}
         body = command.body
         if command.name in ("accept", "disburse"):
             body = self.tally.named(journey_id, command.name)
-        for attempt in range(self.tries):
+        attempt = 0
+        while True:
+            attempt += 1
             status, payload = self.system.api("POST", path, body, **headers)
             self.tally.note(status)
             if status < 500:
+                with self.tally.lock:
+                    self.tally.most_tries = max(self.tally.most_tries, attempt)
                 break
             if not (isinstance(payload, dict) and payload.get("retryable") is True):
                 self.violation(f"{command} on {journey_id}: {status} not retryable: {payload}")
@@ -85,12 +96,15 @@ class Agents:
                     # Without a key, a repeat is a new command (a simulate makes another quote): the API
                     # says so, and an agent that wants a repeat to be safe sends a key.
                     self.tally.asked[journey_id][command.name] += 1
-            time.sleep(0.1 * (attempt + 1))
-        else:
-            with self.tally.lock:
-                self.tally.unconverged += 1
-            self.violation(f"{command} on {journey_id}: still {status} after {self.tries} tries")
-            return None
+            if self.tally.progress.stalled():
+                with self.tally.lock:
+                    self.tally.unconverged += 1
+                self.violation(
+                    f"{command} on {journey_id}: still {status} after {attempt} tries, and no agent got anything"
+                    f" but a 5xx for {self.tally.progress.stall_seconds:.0f} s: {payload}"
+                )
+                return None
+            time.sleep(min(0.1 * attempt, 2.0))
         jid = journey_id or (payload or {}).get("journeyId", "")
         if status in (200, 201):
             with self.tally.lock:

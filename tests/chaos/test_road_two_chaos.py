@@ -73,10 +73,10 @@ def test_5_the_relay_killed_between_publish_and_mark_republishes_and_the_consume
     def notified() -> bool:
         return {e["status"] for e in system.truth(jid)["events"]} == {"NOTIFIED"}
 
-    assert system.wait_for(notified, timeout=10), "the outbox item never became NOTIFIED"
+    assert system.wait_for(notified), "the outbox item never became NOTIFIED"
     assert relay.crashes == 1
     event_id = system.truth(jid)["events"][0]["eventId"]
-    assert system.wait_for(lambda: consumer.deliveries[event_id] >= 2, timeout=10), "not republished"
+    assert system.wait_for(lambda: consumer.deliveries[event_id] >= 2), "not republished"
     assert record_of(system, jid)["version"] == 1, "the second delivery must be a no-op"
 
 
@@ -89,7 +89,7 @@ def test_6_the_consumer_killed_mid_batch_gets_its_batch_again_and_converges(hook
         record = record_of(system, jid)
         return record if compare(record, system.truth(jid))["agree"] else None
 
-    record = system.wait_for(converged, timeout=15)
+    record = system.wait_for(converged)
     assert record, "the record never reached the truth"
     assert consumer.crashes == 1
     assert record["lastAppliedEventId"] == replies[-1]["eventId"]
@@ -112,7 +112,7 @@ def test_7_a_poison_message_reaches_the_dlq_is_shown_and_is_redriven_once_fixed(
         code, out = system.saga("dlq", "list", "--json")
         return next((e for e in json.loads(out) if e["eventId"] == event.eventId), None) if code == 0 else None
 
-    entry = system.wait_for(listed, timeout=20, interval=0.5)
+    entry = system.wait_for(listed, interval=0.5)
     assert entry, "the poison message never reached the DLQ"
     assert entry["receiveCount"] >= 3
     assert entry["reason"] == "unknown journey"
@@ -124,7 +124,7 @@ def test_7_a_poison_message_reaches_the_dlq_is_shown_and_is_redriven_once_fixed(
                       Item=control_item(new_control_record(ghost, "ghost", datetime.now(UTC))))  # fmt: skip
     code, out = system.saga("dlq", "redrive")
     assert code == 0, out
-    applied = system.wait_for(lambda: record_of(system, ghost)["lastAppliedEventId"] == event.eventId, timeout=10)
+    applied = system.wait_for(lambda: record_of(system, ghost)["lastAppliedEventId"] == event.eventId)
     assert applied, "the redriven event was not applied"
     assert record_of(system, ghost)["currentState"] == "cancelled"
     assert not system.wait_for(listed, timeout=3, interval=0.5)

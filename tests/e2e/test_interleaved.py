@@ -45,7 +45,7 @@ def settled(system, jid: str) -> tuple[dict, dict | None]:
         record, truth = system.api("GET", f"/journeys/{jid}")[1], system.truth(jid)
         return (record, truth) if compare(record, truth)["agree"] else None
 
-    found: tuple[dict, dict | None] | None = system.wait_for(agreed, timeout=10)
+    found: tuple[dict, dict | None] | None = system.wait_for(agreed)
     assert found, compare(system.api("GET", f"/journeys/{jid}")[1], system.truth(jid))
     return found
 

@@ -202,7 +202,7 @@ def test_status_check_fails_on_a_dlq_message_and_passes_after_redrive(system, cl
         report = run_saga("status", "--json", urls=urls).json()
         return bool(report["queues"]["events"]["visible"] + report["queues"]["events"]["inFlight"] == 0)
 
-    assert system.wait_for(consumed, timeout=10, interval=0.5)
+    assert system.wait_for(consumed, interval=0.5)
     assert run_saga("status", "--check", urls=urls).code == 0
 
 
@@ -250,7 +250,7 @@ def test_forged_events_on_the_local_topic_and_queue_change_no_record_and_land_in
         return entries if len(entries) == 2 else None
 
     # Then both land in the DLQ, each with the reason the consumer rejected it for
-    entries = system.wait_for(both_in_dlq, timeout=30, interval=0.5)
+    entries = system.wait_for(both_in_dlq, interval=0.5)
     assert entries, "the forged messages never reached the DLQ"
     reasons = sorted(e["reason"] for e in entries)
     assert reasons == [

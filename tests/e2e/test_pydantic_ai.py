@@ -22,7 +22,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from saga.links import link, link_body
 from saga.openapi_tools import KEY_ARGUMENT
-from tests.system import LOANS_PROXY
+from tests.system import LOANS_PROXY, PATIENCE
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def toolset(api_url: str) -> MCPToolset[None]:
     """`saga mcp` over stdio, as docs/AGENTS.md configures it."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
     server = StdioTransport(sys.executable, ["-m", "saga.cli", "mcp", "--api-url", api_url], env=environment)
-    return MCPToolset(server, tool_error_behavior="failed")
+    return MCPToolset(server, init_timeout=PATIENCE, tool_error_behavior="failed")
 
 
 def last_result(messages: list[ModelMessage]) -> Any:

@@ -1,5 +1,6 @@
 """The layer: built from the lock (what the tests ran is what deploys), without what Lambda's runtime
-ships, with bytecode the runtime will use; and the locks agree with each other and with pyproject."""
+ships, with bytecode the runtime will use; and the locks agree with each other and with pyproject (the run
+lock's own checks: test_run_install.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from packaging.requirements import Requirement
 from infra import packaging
 
 DEV_LOCK = packaging.ROOT / "requirements" / "dev.txt"
+RUN_LOCK = packaging.ROOT / "requirements" / "run.txt"
 
 
 def pins(lock: Path) -> dict[str, str]:
@@ -73,8 +75,8 @@ def test_the_layer_ships_no_type_stubs():
     assert {"botocore-stubs", "mypy-boto3-dynamodb"} <= set(pins(DEV_LOCK))
 
 
-def test_every_hash_pinned_line_of_both_locks_carries_a_hash():
-    for lock in (packaging.LAMBDA_LOCK, DEV_LOCK):
+def test_every_hash_pinned_line_of_every_lock_carries_a_hash():
+    for lock in (packaging.LAMBDA_LOCK, RUN_LOCK, DEV_LOCK):
         blocks = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", lock.read_text())
         for block in blocks[1:]:
             assert "--hash=sha256:" in block, block.splitlines()[0]
@@ -90,8 +92,11 @@ def test_tests_run_the_versions_that_deploy():
 def test_the_locks_satisfy_pyproject():
     project = tomllib.loads((packaging.ROOT / "pyproject.toml").read_text())["project"]
     dev = pins(DEV_LOCK)
-    for line in [*project["dependencies"], *project["optional-dependencies"]["dev"]]:
+    extras = project["optional-dependencies"]
+    for line in [*project["dependencies"], *extras["local"], *extras["dev"]]:
         requirement = Requirement(line)
+        if requirement.name == project["name"]:  # the dev extra holds the local one (loan-saga[local])
+            continue
         name = re.sub(r"[-_.]+", "-", requirement.name).lower()
         assert name in dev, f"{name} is not locked: run `make lock`"
         assert requirement.specifier.contains(dev[name], prereleases=True), f"{line} vs {dev[name]}: run `make lock`"
