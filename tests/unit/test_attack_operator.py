@@ -1,0 +1,112 @@
+"""Adversarial review of the operator tools, the docs' transcript check and `make run` (issue 27): what a
+demanding new user or operator would meet. Each test names the promise it holds the code to."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from functions.relay.outbox_store import DynamoOutboxStore
+from saga.docs.blocks import normalized
+from saga.ops import road2
+from shared import event_ids, outbox
+from shared.events import LoanEvent, LoanSnapshot
+from shared.tables import PENDING_SHARD_ATTRIBUTE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_make_run_passes_its_args_to_saga_local_as_the_readme_says():
+    # Given the README's `make run ARGS="--port 3100"` (issue 27: "`make run ARGS="--port 3100"` works")
+    assert 'make run ARGS="--port 3100"' in (ROOT / "README.md").read_text()
+    # When make prints what `run` would execute (nothing runs; -W: install counts as done)
+    done = subprocess.run(
+        ["make", "-n", "-o", "install", "-o", ".venv/.installed", "run", "ARGS=--port 3100"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    # Then the recipe starts saga local with that flag (today: `$(BIN)/saga local`, ARGS dropped)
+    [start] = [line for line in done.stdout.splitlines() if "saga local" in line]
+    assert start.rstrip().endswith("saga local --port 3100"), done.stdout + done.stderr
+
+
+def test_the_transcript_check_tells_a_utc_time_from_one_in_another_zone():
+    # Given the tour's record as committed (UTC, `Z`), and a run whose API answered in another zone
+    committed = '"createdAt": "2026-12-01T12:47:43.930735Z",'
+    other_zone = '"createdAt": "2026-12-01T13:47:43.930735+01:00",'
+    other_format = '"createdAt": "2026-12-01T12:47:43",'
+    # Then the check sees the difference: a time's value may differ between runs, its wire format may not
+    # (docs/API.md's records are UTC with `Z`; a client parsing them would break on the change)
+    assert normalized({"b": committed}) != normalized({"b": other_zone})
+    assert normalized({"b": committed}) != normalized({"b": other_format})
+
+
+# --- the outbox's oldest PENDING event through an eventually consistent index ------------------------
+
+
+class _LaggingIndexDynamo:
+    """A DynamoDB client whose pending index still lists an event the relay marked NOTIFIED a moment ago
+    (a GSI is eventually consistent: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/
+    GSI.html#GSI.Reading), while the base table (read strongly consistent) already says NOTIFIED."""
+
+    def __init__(self, index: dict[str, list[dict[str, Any]]], table: dict[tuple[str, str], dict[str, Any]]):
+        self.index, self.table = index, table
+
+    def query(self, **kwargs: Any) -> dict[str, Any]:
+        shard = kwargs["ExpressionAttributeValues"][":shard"]["S"]
+        entries = sorted(self.index.get(shard, []), key=lambda k: k["eventId"]["S"])
+        if kwargs.get("Select") == "COUNT":
+            return {"Count": len(entries)}
+        return {"Items": entries[: kwargs.get("Limit", len(entries))]}
+
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:  # noqa: N803 - boto3's name
+        [(table, request)] = RequestItems.items()
+        keys = [(k["pk"]["S"], k["sk"]["S"]) for k in request["Keys"]]
+        found = [self.table[key] for key in keys if key in self.table]
+        return {"Responses": {table: found}}
+
+
+def _event(age: timedelta) -> LoanEvent:
+    at = datetime.now(UTC) - age
+    journey = str(uuid.uuid4())
+    return LoanEvent(
+        eventId=event_ids.lower_bound(at),  # a UUIDv7-sortable id of that millisecond
+        journeyId=journey,
+        seq=1,
+        type="JourneyCancelled",
+        occurredAt=at,
+        snapshot=LoanSnapshot(journeyId=journey, state="cancelled"),
+    )
+
+
+def test_the_oldest_pending_event_is_found_while_the_index_still_lists_one_just_published():
+    # Given two PENDING events: the older one the relay marked NOTIFIED a moment ago (the index still
+    # lists it), the other waiting for 10 minutes (the relay and the sweeper are not publishing it)
+    just_published, stuck = _event(timedelta(minutes=11)), _event(timedelta(minutes=10))
+    index: dict[str, list[dict[str, Any]]] = {}
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for event, status in ((just_published, "NOTIFIED"), (stuck, outbox.PENDING)):
+        item = outbox.outbox_item(event)
+        item["status"] = {"S": status}
+        table[(item["pk"]["S"], item["sk"]["S"])] = item
+        index.setdefault(item[PENDING_SHARD_ATTRIBUTE]["S"], []).append(
+            {k: item[k] for k in ("pk", "sk", "eventId", PENDING_SHARD_ATTRIBUTE)}
+        )
+    store = DynamoOutboxStore(_LaggingIndexDynamo(index, table), "loans")  # type: ignore[arg-type]
+    # When `saga status` (and `saga relay-failures clear`) ask for the oldest PENDING event, as they do
+    oldest = store.oldest_pending(1).oldest_occurred_at()
+    # Then it is the stuck one, 10 minutes old: not None, which status reports as an outbox age of 0 s
+    # (its --check passes) and relay-failures clear takes for "nothing PENDING" (it deletes every record)
+    assert oldest == stuck.occurredAt
+    assert not road2.relay_failure_resolved(
+        '{"DDBStreamBatchInfo": {"approximateArrivalOfLastRecord": "'
+        + (stuck.occurredAt + timedelta(seconds=1)).isoformat()
+        + '"}}',
+        oldest,
+    )
