@@ -1,0 +1,108 @@
+"""Adversarial review of the operator tools over a real `saga local` (issue 27): `saga status --check`,
+`saga dlq list` and `saga dlq redrive` as an operator meets them when someone else is looking at the DLQ
+too, or when it holds more than one receive's worth of messages. One runtime, road 2 stopped at the queue
+(`--disable consumer`), so nothing but the test moves a message."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from shared import aws, tables
+from tests.e2e.test_operator import Answer, run_saga
+from tests.system import free_port, read_log, start_local, stop_local
+
+
+@dataclass(frozen=True)
+class Local:
+    aws_url: str
+    state_file: Path
+
+    def saga(self, *args: str) -> Answer:
+        return run_saga(*args, state_file=self.state_file)
+
+    def sqs(self):
+        return aws.client("sqs", "us-east-1", self.aws_url)
+
+    def dlq(self) -> str:
+        return str(self.sqs().get_queue_url(QueueName=tables.EVENTS_DLQ.local_name)["QueueUrl"])
+
+    def fill_dlq(self, count: int) -> list[str]:
+        """A DLQ holding exactly `count` unreadable messages (what another test left there is deleted: SQS
+        takes one PurgeQueue a minute)."""
+        sqs, url = self.sqs(), self.dlq()
+        while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30).get("Messages"):
+            for message in batch:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return [
+            sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"poison": str(uuid.uuid4())}))["MessageId"]
+            for _ in range(count)
+        ]
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory) -> Iterator[Local]:
+    folder = tmp_path_factory.mktemp("attack-operator")
+    state_file, log_path = folder / "local.json", str(folder / "local.log")
+    aws_port = free_port()
+    extra = ("--disable", "consumer", "--state-file", str(state_file))
+    process, _ = start_local(free_port(), free_port(), aws_port, extra=extra, log_path=log_path)
+    try:
+        yield Local(f"http://127.0.0.1:{aws_port}", state_file)
+    finally:
+        exit_code = stop_local(process)
+    assert exit_code == 0, read_log(log_path)[-3000:]
+
+
+def test_status_check_fails_on_a_dlq_message_someone_else_is_looking_at(local):
+    # Given a DLQ holding one message, received a moment ago by another reader (a second operator's
+    # `saga dlq list`, the console's "poll for messages", a DLQ processor): in flight, not visible
+    local.fill_dlq(1)
+    [seen] = local.sqs().receive_message(QueueUrl=local.dlq(), VisibilityTimeout=120)["Messages"]
+    # When the operator checks
+    checked = local.saga("status", "--check", "--json")
+    local.sqs().delete_message(QueueUrl=local.dlq(), ReceiptHandle=seen["ReceiptHandle"])
+    # Then the check fails on the DLQ: the message is still there (ok would say "the DLQ is empty")
+    assert checked.code == 1, checked.stdout
+    assert "dlq" in [p["check"] for p in checked.json()["problems"]]
+
+
+def test_dlq_list_does_not_call_a_dlq_empty_while_another_reader_holds_its_message(local):
+    # Given a DLQ holding one message that another reader received a moment ago (a second operator's
+    # `saga dlq list` hides what it read for 30 s; the console's poll, for its own timeout)
+    local.fill_dlq(1)
+    [seen] = local.sqs().receive_message(QueueUrl=local.dlq(), VisibilityTimeout=120)["Messages"]
+    # When the operator lists the DLQ
+    listed = local.saga("dlq", "list")
+    local.sqs().delete_message(QueueUrl=local.dlq(), ReceiptHandle=seen["ReceiptHandle"])
+    # Then it does not say the DLQ is empty: it says a message is there that it could not read now
+    # (ApproximateNumberOfMessagesNotVisible), so the operator waits instead of closing the incident
+    assert listed.code == 0, listed.stderr
+    assert listed.stdout.strip() != "the DLQ is empty"
+    assert "in flight" in listed.stdout, listed.stdout
+
+
+def test_dlq_redrive_dry_run_lists_every_message_a_redrive_would_move(local):
+    # Given a DLQ of 15 messages (more than one receive returns)
+    sent = set(local.fill_dlq(15))
+    # When the operator asks what a redrive would move
+    dry = local.saga("dlq", "redrive", "--dry-run", "--json")
+    # Then it names all 15 (the redrive itself, without --dry-run, moves all 15: up to --max 100)
+    assert dry.code == 0, dry.stderr
+    assert {entry["messageId"] for entry in dry.json()["moved"]} == sent
+
+
+def test_an_empty_journey_id_is_not_reported_as_a_system_that_answered_wrongly(local):
+    # Given a script that passes an unset variable as the journey: `saga journey show "$J"` with J empty
+    # (`saga audit --journey ""` already answers 3, unknown)
+    answer = local.saga("journey", "show", "", "--json")
+    # Then saga says the journey is unknown (3) or the command line is wrong, never that the system is
+    # broken: exit 2 with "the system did not answer as it should" sends the operator to check a healthy system
+    assert "did not answer as it should" not in answer.stderr, answer.stderr
+    assert answer.code in (2, 3), answer.stderr
+    assert answer.json()["title"] != "the system did not answer as it should"
