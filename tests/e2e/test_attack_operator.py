@@ -6,6 +6,8 @@ too, or when it holds more than one receive's worth of messages. One runtime, ro
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -106,3 +108,24 @@ def test_an_empty_journey_id_is_not_reported_as_a_system_that_answered_wrongly(l
     assert "did not answer as it should" not in answer.stderr, answer.stderr
     assert answer.code in (2, 3), answer.stderr
     assert answer.json()["title"] != "the system did not answer as it should"
+
+
+def test_saga_local_given_one_port_for_both_apis_says_so_instead_of_blaming_another_program(tmp_path):
+    # Given a user who moves the orchestrator onto loans-api's port (`saga local --port 3001`, 3001 being
+    # loans-api's default): nothing else listens there
+    port = free_port()
+    flags = ["--port", str(port), "--loans-port", str(port), "--aws-port", str(free_port())]
+    state = ["--state-file", str(tmp_path / "local.json")]
+    done = subprocess.run(
+        [sys.executable, "-m", "saga.cli", "local", *flags, *state],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    code, said = done.returncode, done.stdout + done.stderr
+    # Then it cannot start (1), and the one line says the two flags name the same port, not "stop what
+    # listens there" (the operator would hunt for a process that is saga local's own loans-api)
+    assert code == 1, said[-2000:]
+    assert "stop what listens there" not in said, said[-2000:]
+    assert "--loans-port" in said, said[-2000:]

@@ -3,12 +3,14 @@ demanding new user or operator would meet. Each test names the promise it holds 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from functions.orchestrator.retry import RetryPolicy
 from functions.relay.outbox_store import DynamoOutboxStore
 from saga.docs.blocks import normalized
 from saga.ops import road2
@@ -110,3 +112,11 @@ def test_the_oldest_pending_event_is_found_while_the_index_still_lists_one_just_
         + '"}}',
         oldest,
     )
+
+
+def test_the_readmes_retry_count_is_the_orchestrators():
+    # Given the README's diagram, which labels the orchestrator -> loans-api edge with its retries
+    [claimed] = re.findall(r"retries: (\d+)", (ROOT / "README.md").read_text())
+    # Then it is the policy's number of retries (attempts after the first: docs/OPERATIONS.md's "the
+    # four retries"), not its number of attempts
+    assert int(claimed) == RetryPolicy().attempts - 1
