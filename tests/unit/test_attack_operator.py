@@ -3,8 +3,10 @@ demanding new user or operator would meet. Each test names the promise it holds 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -120,3 +122,18 @@ def test_the_readmes_retry_count_is_the_orchestrators():
     # Then it is the policy's number of retries (attempts after the first: docs/OPERATIONS.md's "the
     # four retries"), not its number of attempts
     assert int(claimed) == RetryPolicy().attempts - 1
+
+
+def test_a_wrong_command_line_with_json_still_prints_one_json_document():
+    # Given a script that runs `saga status --json` with a bad value (exit 2: "also a command line that is
+    # wrong"), and `saga audit --rebuild --json` already answers its usage error as a problem document
+    done = subprocess.run(
+        [sys.executable, "-m", "saga.cli", "status", "--check", "--max-queue-age", "five", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    # Then it exits 2 and stdout is the problem document `saga --help` promises for every --json command
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["status"] == 400, done.stdout
