@@ -129,3 +129,16 @@ def test_saga_local_given_one_port_for_both_apis_says_so_instead_of_blaming_anot
     assert code == 1, said[-2000:]
     assert "stop what listens there" not in said, said[-2000:]
     assert "--loans-port" in said, said[-2000:]
+
+
+def test_a_second_dlq_listing_reports_the_receive_count_as_the_consumer_left_it(local):
+    # Given a DLQ message no consumer ever received (sent there directly), listed once already
+    [sent] = local.fill_dlq(1)
+    assert local.saga("dlq", "list", "--json").code == 0
+    # When the operator lists it again
+    [entry] = local.saga("dlq", "list", "--json").json()
+    # Then `receiveCountBeforeListing` ("the count as the consumer left it", saga/ops/road2.py) is 0, not
+    # the earlier listing's receive: issue 27 allows a listing to count its own single receive, not to
+    # make every listing before it look like a consumer's attempt
+    assert entry["messageId"] == sent
+    assert entry["receiveCountBeforeListing"] == 0, entry
