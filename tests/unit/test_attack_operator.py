@@ -12,10 +12,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from functions.orchestrator.retry import RetryPolicy
 from functions.relay.outbox_store import DynamoOutboxStore
+from saga import cli
 from saga.docs.blocks import normalized
 from saga.ops import road2
+from saga.verify import checks
 from shared import event_ids, outbox
 from shared.events import LoanEvent, LoanSnapshot
 from shared.tables import PENDING_SHARD_ATTRIBUTE
@@ -137,3 +141,32 @@ def test_a_wrong_command_line_with_json_still_prints_one_json_document():
     # Then it exits 2 and stdout is the problem document `saga --help` promises for every --json command
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stdout)["status"] == 400, done.stdout
+
+
+def test_a_bug_in_saga_verify_exits_70_not_1_which_says_a_check_failed(monkeypatch, capsys):
+    # Given `saga verify` with a bug where it reads the stack (saga --help: "70 a bug in saga itself",
+    # "verify: ... 1 a check failed"): here an AttributeError of saga's own
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise AttributeError("'NoneType' object has no attribute 'outputs'")
+
+    monkeypatch.setattr(checks.Deployment, "read", broken)
+    # When it runs
+    try:
+        code = cli.main(["verify", "--stack", "LoanSaga", "--json"])
+    except AttributeError:
+        code = 1  # what the shell sees of an uncaught exception: Python exits 1
+    # Then it exits 70 with its traceback: a CI step gating on `saga verify` must not read a bug as
+    # "the stack failed a check" (1) and page the stack's owner
+    assert code == cli.EXIT_BUG
+
+
+def test_a_bug_inside_a_verify_check_is_not_told_as_a_failed_check():
+    # Given a verify check with a bug of saga's own (a KeyError on its own dict, not on an AWS answer)
+    def buggy(deployment: Any) -> str:
+        return str({"consumer": "Enabled"}["consumerMapping"])
+
+    check = checks.Check("consumer mapping", buggy, "enable the mapping")
+    # When the checks run, Then the bug propagates (saga exits 70 with its traceback), instead of a FAIL
+    # "could not read it: KeyError" whose next step sends the operator to change a healthy stack
+    with pytest.raises(KeyError):
+        checks.run_all(None, [check], lambda outcome: None)  # type: ignore[arg-type]
