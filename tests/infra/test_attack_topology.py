@@ -28,3 +28,14 @@ def test_the_local_stream_poller_drops_records_as_old_as_the_deployed_mapping_do
     # Then it has the same bound (today it has none: a record of any age is retried, never dropped), and the
     # topology test compares it (it compares the deployed value with the topology only)
     assert getattr(local, "max_record_age_seconds", None) == deployed
+
+
+def test_the_local_stream_poller_runs_as_many_batches_per_shard_as_the_deployed_parallelization_factor(resources):
+    # Given the relay's deployed mapping: ParallelizationFactor batches of one shard at once (in order per
+    # partition key, https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html)
+    deployed = _mapping(resources, topology.RELAY)["ParallelizationFactor"]
+    # When the local runtime builds its stream poller (one batch per shard at a time)
+    local = relay_stream_poller(None, "arn:stream", lambda event, context: {}, lambda failure: None)  # type: ignore[arg-type]
+    # Then it runs the same number at once (two relays publishing one shard's journeys concurrently is what
+    # deploys), or the topology declares that the local runtime runs one
+    assert getattr(local, "parallelization_factor", 1) == deployed
