@@ -99,10 +99,12 @@ def test_dlq_redrive_dry_run_lists_every_message_a_redrive_would_move(local):
     assert {entry["messageId"] for entry in dry.json()["moved"]} == sent
 
 
-def test_an_empty_journey_id_is_not_reported_as_a_system_that_answered_wrongly(local):
-    # Given a script that passes an unset variable as the journey: `saga journey show "$J"` with J empty
+@pytest.mark.parametrize("journey_id", ["", "01a231a5 913a"], ids=["empty", "refused-by-the-apis-pattern"])
+def test_a_journey_id_the_api_refuses_is_not_reported_as_a_system_that_answered_wrongly(local, journey_id):
+    # Given a script that passes an unset variable (`saga journey show "$J"`, J empty), or an id pasted with
+    # a space, which the orchestrator refuses (405 on /journeys/, 422 on its path pattern)
     # (`saga audit --journey ""` already answers 3, unknown)
-    answer = local.saga("journey", "show", "", "--json")
+    answer = local.saga("journey", "show", journey_id, "--json")
     # Then saga says the journey is unknown (3) or the command line is wrong, never that the system is
     # broken: exit 2 with "the system did not answer as it should" sends the operator to check a healthy system
     assert "did not answer as it should" not in answer.stderr, answer.stderr
