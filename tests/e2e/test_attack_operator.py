@@ -144,3 +144,15 @@ def test_a_second_dlq_listing_reports_the_receive_count_as_the_consumer_left_it(
     # make every listing before it look like a consumer's attempt
     assert entry["messageId"] == sent
     assert entry["receiveCountBeforeListing"] == 0, entry
+
+
+def test_dlq_list_of_a_dlq_over_its_limit_does_not_understate_how_many_are_there(local):
+    # Given a DLQ of 105 messages (an outage's worth; the listing reads at most 100)
+    local.fill_dlq(105)
+    # When the operator lists it
+    listed = local.saga("dlq", "list")
+    # Then its first line does not claim 100 are there: it says 105 (the queue's count), or that it shows
+    # the first 100 of more
+    assert listed.code == 0, listed.stderr
+    first = listed.stdout.splitlines()[0]
+    assert not first.startswith("100 message(s) in the DLQ;"), first
