@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,13 @@ from typing import Any
 import pytest
 
 from functions.orchestrator.retry import RetryPolicy
-from functions.relay.outbox_store import DynamoOutboxStore
+from functions.relay.sweeper import Cursor, Entry, pending_now
 from saga import cli
 from saga.docs.blocks import normalized
 from saga.ops import road2
 from saga.verify import checks
 from shared import event_ids, outbox
 from shared.events import LoanEvent, LoanSnapshot
-from shared.tables import PENDING_SHARD_ATTRIBUTE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,29 +55,29 @@ def test_the_transcript_check_tells_a_utc_time_from_one_in_another_zone():
     assert normalized({"b": committed}) != normalized({"b": other_format})
 
 
-# --- the outbox's oldest PENDING event through an eventually consistent index ------------------------
+# --- the outbox's oldest PENDING event, as the sweeper sees it (functions/relay/sweeper.py pending_now) ----
 
 
-class _LaggingIndexDynamo:
-    """A DynamoDB client whose pending index still lists an event the relay marked NOTIFIED a moment ago
-    (a GSI is eventually consistent: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/
-    GSI.html#GSI.Reading), while the base table (read strongly consistent) already says NOTIFIED."""
+class _IndexAndTable:
+    """A SweepStore over a journey-changes index and a base table: the index lists every event (keys only),
+    the table says which are still PENDING (read strongly consistent, as pending_now reads it)."""
 
-    def __init__(self, index: dict[str, list[dict[str, Any]]], table: dict[tuple[str, str], dict[str, Any]]):
-        self.index, self.table = index, table
+    def __init__(self, cursor: Cursor, index: list[Entry], table: dict[tuple[str, str], dict[str, Any]]):
+        self.cursor, self.index, self.table = cursor, index, table
 
-    def query(self, **kwargs: Any) -> dict[str, Any]:
-        shard = kwargs["ExpressionAttributeValues"][":shard"]["S"]
-        entries = sorted(self.index.get(shard, []), key=lambda k: k["eventId"]["S"])
-        if kwargs.get("Select") == "COUNT":
-            return {"Count": len(entries)}
-        return {"Items": entries[: kwargs.get("Limit", len(entries))]}
+    def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]:
+        return {p: self.cursor if p == self.cursor.partition else Cursor(p) for p in partitions}
 
-    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:  # noqa: N803 - boto3's name
-        [(table, request)] = RequestItems.items()
-        keys = [(k["pk"]["S"], k["sk"]["S"]) for k in request["Keys"]]
-        found = [self.table[key] for key in keys if key in self.table]
-        return {"Responses": {table: found}}
+    def save(self, cursor: Cursor) -> bool:
+        raise AssertionError("status changes nothing")
+
+    def changes(self, partition: str, above: str, below: str, limit: int) -> tuple[list[Entry], bool]:
+        found = sorted(e for e in self.index if partition == self.cursor.partition and above < e.event_id < below)
+        return found[:limit], len(found) > limit
+
+    def read(self, entries: Sequence[Entry], consistent: bool) -> tuple[dict[Entry, dict[str, Any]], list[Entry]]:
+        assert consistent
+        return {e: self.table[(e.pk, e.sk)] for e in entries if (e.pk, e.sk) in self.table}, []
 
 
 def _event(age: timedelta) -> LoanEvent:
@@ -93,30 +93,28 @@ def _event(age: timedelta) -> LoanEvent:
     )
 
 
-def test_the_oldest_pending_event_is_found_while_the_index_still_lists_one_just_published():
-    # Given two PENDING events: the older one the relay marked NOTIFIED a moment ago (the index still
-    # lists it), the other waiting for 10 minutes (the relay and the sweeper are not publishing it)
-    just_published, stuck = _event(timedelta(minutes=11)), _event(timedelta(minutes=10))
-    index: dict[str, list[dict[str, Any]]] = {}
-    table: dict[tuple[str, str], dict[str, Any]] = {}
-    for event, status in ((just_published, "NOTIFIED"), (stuck, outbox.PENDING)):
+def test_the_oldest_pending_event_is_found_while_newer_ones_were_just_published():
+    # Given an event PENDING for 10 minutes (the relay and the sweeper are not publishing it), which the
+    # sweeper's cursor has not passed, and two newer events the relay published a moment ago (NOTIFIED)
+    stuck = _event(timedelta(minutes=10))
+    published = [_event(timedelta(minutes=9)), _event(timedelta(seconds=1))]
+    index, table = [], {}
+    for event, status in ((stuck, outbox.PENDING), *((event, "NOTIFIED") for event in published)):
         item = outbox.outbox_item(event)
         item["status"] = {"S": status}
         table[(item["pk"]["S"], item["sk"]["S"])] = item
-        index.setdefault(item[PENDING_SHARD_ATTRIBUTE]["S"], []).append(
-            {k: item[k] for k in ("pk", "sk", "eventId", PENDING_SHARD_ATTRIBUTE)}
-        )
-    store = DynamoOutboxStore(_LaggingIndexDynamo(index, table), "loans")  # type: ignore[arg-type]
-    # When `saga status` (and `saga relay-failures clear`) ask for the oldest PENDING event, as they do
-    oldest = store.oldest_pending(1).oldest_occurred_at()
-    # Then it is the stuck one, 10 minutes old: not None, which status reports as an outbox age of 0 s
-    # (its --check passes) and relay-failures clear takes for "nothing PENDING" (it deletes every record)
-    assert oldest == stuck.occurredAt
+        index.append(Entry(event.eventId, item["pk"]["S"], item["sk"]["S"]))
+    cursor = Cursor("JourneyCancelled", after=event_ids.lower_bound(stuck.occurredAt - timedelta(seconds=1)))
+    # When `saga status` (and `saga relay-failures clear`) ask what is PENDING now, as they do
+    found = pending_now(_IndexAndTable(cursor, index, table), datetime.now(UTC), 60.0)
+    # Then the oldest is the stuck one, 10 minutes old: not None, which status reports as an outbox age of
+    # 0 s (its --check passes) and relay-failures clear takes for "nothing PENDING" (it deletes every record)
+    assert (found.pending, found.oldest) == (1, stuck.occurredAt)
     assert not road2.relay_failure_resolved(
         '{"DDBStreamBatchInfo": {"approximateArrivalOfLastRecord": "'
         + (stuck.occurredAt + timedelta(seconds=1)).isoformat()
         + '"}}',
-        oldest,
+        found.oldest,
     )
 
 
