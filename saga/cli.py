@@ -218,7 +218,11 @@ def _dlq_text(entries: list[dict[str, Any]], depth: dict[str, int]) -> str:
     if not total:
         return "the DLQ is empty"
     lines = [
-        f"{len(entries)} of about {total} message(s) in the DLQ listed"
+        (
+            f"{total} message(s) in the DLQ"
+            if len(entries) == total
+            else f"{len(entries)} listed of about {total} in the DLQ"
+        )
         + (
             f" ({held} in flight: received by another reader a moment ago; list again once it times out)"
             if held

@@ -136,8 +136,9 @@ def status_problems(
     if in_dlq := queues["eventsDlq"]["visible"] + held:
         problems.append({
             "check": "dlq",
-            "detail": f"{in_dlq} message(s) in the events DLQ ({held} in flight: received by a reader a moment "
-            "ago): events road 2 could not apply",
+            "detail": f"{in_dlq} message(s) in the events DLQ"
+            + (f" ({held} in flight: received by a reader a moment ago)" if held else "")
+            + ": events road 2 could not apply",
             "next": "saga dlq list   (then fix the cause and `saga dlq redrive`; the check passes once it is empty)",
         })  # fmt: skip
     if outbox["oldestPendingAgeSeconds"] > max_outbox_age_seconds:
