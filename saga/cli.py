@@ -44,7 +44,7 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
 
         def error(self, message: str) -> NoReturn:
             if json_wanted:
-                _emit({**_problem(self.prog.removeprefix("saga "), "usage", message), "status": 400}, True, "")
+                _emit({**_problem("", "usage", message), "status": 400, "command": self.prog}, True, "")
             super().error(message)
 
     parser = Parser(
