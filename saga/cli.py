@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import traceback
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from saga import cli_servers as servers
 from saga.verify import command as verify_command
@@ -35,8 +37,17 @@ Without URLs, commands use the ones a running `saga local` recorded in .saga/loc
 $SAGA_STATE_FILE), else the default local ports."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
+    class Parser(argparse.ArgumentParser):
+        """argparse's parser (and its subcommands'), whose usage error is also one problem document on stdout
+        when the command line asks for --json (a script reads stdout whatever the error)."""
+
+        def error(self, message: str) -> NoReturn:
+            if json_wanted:
+                _emit({**_problem("", "usage", message), "status": 400, "command": self.prog}, True, "")
+            super().error(message)
+
+    parser = Parser(
         prog="saga",
         description=__doc__,
         epilog=EXIT_CODES,
@@ -186,14 +197,9 @@ def _dlq(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import road2
 
     if args.dlq_command == "list":
+        depth = road2.depth(target, target.events_dlq_url)  # before the listing's own receives
         entries = road2.dlq_list(target)
-        lines = [f"{len(entries)} message(s) in the DLQ; receives= counts this listing's own receive of each (+1)"]
-        lines += [
-            f"{e['messageId']}  receives={e['receiveCount']}  {e['type'] or '-'}"
-            f"  journey={e['journeyId'] or '-'}  event={e['eventId'] or '-'}  why: {e['reason']}"
-            for e in entries
-        ]
-        _emit(entries, args.json, "\n".join(lines) if entries else "the DLQ is empty")
+        _emit(entries, args.json, _dlq_text(entries, depth))
         return 0
     moved = road2.dlq_redrive(target, args.dry_run, args.max)
     verb = "would move" if args.dry_run else "moved"
@@ -201,6 +207,35 @@ def _dlq(args: argparse.Namespace, target: Any) -> int:
     lines += [f"  {entry['messageId']}  {entry['body']}" for entry in moved]
     _emit({"dryRun": args.dry_run, "moved": moved}, args.json, "\n".join(lines))
     return 0
+
+
+def _dlq_text(entries: list[dict[str, Any]], depth: dict[str, int]) -> str:
+    """`saga dlq list` for a human: how many the queue holds (its own count: a listing reads at most 100, and
+    not what another reader holds), then each message listed."""
+    # Counted before the listing received anything: what was in flight then is another reader's.
+    held = depth["inFlight"]
+    total = max(depth["visible"] + held, len(entries))
+    if not total:
+        return "the DLQ is empty"
+    lines = [
+        (
+            f"{total} message(s) in the DLQ"
+            if len(entries) == total
+            else f"{len(entries)} listed of about {total} in the DLQ"
+        )
+        + (
+            f" ({held} in flight: received by another reader a moment ago; list again once it times out)"
+            if held
+            else ""
+        )
+        + ("; receives= counts this listing's own receive of each (+1)" if entries else "")
+    ]
+    lines += [
+        f"{e['messageId']}  receives={e['receiveCount']}  {e['type'] or '-'}"
+        f"  journey={e['journeyId'] or '-'}  event={e['eventId'] or '-'}  why: {e['reason']}"
+        for e in entries
+    ]
+    return "\n".join(lines)
 
 
 def _relay_failures(args: argparse.Namespace, target: Any) -> int:
@@ -214,9 +249,20 @@ def _relay_failures(args: argparse.Namespace, target: Any) -> int:
     return 0
 
 
+def _usage(args: argparse.Namespace, why: str) -> int:
+    """Exit 2 for a command line that is wrong: one line on stderr, and with --json a problem document."""
+    print(f"saga {args.command}: {why}", file=sys.stderr)
+    if getattr(args, "json", False):
+        _emit({**_problem(args.command, "usage", why), "status": 400}, True, "")
+    return 2
+
+
 def _journey(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import journeys
+    from shared.loan_terms import ID_PATTERN
 
+    if not re.fullmatch(ID_PATTERN, args.journey_id):  # the APIs' own pattern: no journey has such an id
+        return _usage(args, f"{args.journey_id!r} is not a journey id (letters, digits and dashes, 1..64)")
     result = journeys.journey_show(target, args.journey_id)
     _emit(result, args.json, journeys.journey_text(result))
     if not result["found"]:
@@ -228,11 +274,7 @@ def _audit(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import journeys
 
     if args.rebuild and not args.repair:
-        why = "--rebuild needs --repair (a rebuild is a repair the applier would not make)"
-        print(f"saga audit: {why}", file=sys.stderr)
-        if args.json:
-            _emit({**_problem("audit", "usage", why), "status": 400}, True, "")
-        return 2
+        return _usage(args, "--rebuild needs --repair (a rebuild is a repair the applier would not make)")
     report = journeys.audit(target, args.grace, args.repair, args.journey, args.since, rebuild=args.rebuild)
     _emit(report, args.json, journeys.audit_text(report))
     if report["unknown"]:
@@ -292,17 +334,18 @@ def _cannot_read(args: argparse.Namespace, title: str, detail: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser("--json" in argv).parse_args(argv)
     if args.command in servers.RUNNERS:
         return servers.RUNNERS[args.command](args)
     servers.quiet_function_logs()
     if args.command == "verify":
-        return verify_command.run_verify(args)
-    return _operate(args)
+        return _guarded(args, lambda: verify_command.run_verify(args))
+    return _guarded(args, lambda: _OPERATIONS[args.command](args, _target(args)))
 
 
-def _operate(args: argparse.Namespace) -> int:
-    """An ops command, with every way it can fail to read the system told apart from a bug in it."""
+def _guarded(args: argparse.Namespace, run: Callable[[], int]) -> int:
+    """A command, with every way it can fail to read the system told apart from a bug in it."""
     from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
     from botocore.exceptions import ConnectionError as AwsConnectionError
     from urllib3.exceptions import HTTPError
@@ -310,7 +353,7 @@ def _operate(args: argparse.Namespace) -> int:
     from saga.ops.target import Unreachable
 
     try:
-        return _OPERATIONS[args.command](args, _target(args))
+        return run()
     except (AwsConnectionError, HTTPClientError, HTTPError) as error:  # nothing answered: only this is unreachable
         return _cannot_read(
             args, "cannot reach the system", f"{type(error).__name__}: {error}; {_where_to_start(args)}"

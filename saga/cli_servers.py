@@ -151,6 +151,9 @@ def run_local(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     started = time.monotonic()
+    if same := _same_ports({"--port": args.port, "--loans-port": args.loans_port, "--aws-port": args.aws_port}):
+        print(f"saga local: could not start: {same}", file=sys.stderr)
+        return 1
     try:
         faults = tuple(FaultRule.parse(spec) for flag in args.aws_faults for spec in flag.split(",") if spec.strip())
     except ValueError as error:
@@ -193,6 +196,18 @@ def run_local(args: argparse.Namespace) -> int:
         runtime.stop()
     print("stopped", flush=True)
     return 0
+
+
+def _same_ports(ports: dict[str, int]) -> str | None:
+    """Two flags naming one port (0: any free port, never the same): saga local's parts cannot share it."""
+    by_port: dict[int, list[str]] = {}
+    for flag, port in ports.items():
+        if port:
+            by_port.setdefault(port, []).append(flag)
+    shared = [(port, flags) for port, flags in by_port.items() if len(flags) > 1]
+    return (
+        "; ".join(f"{' and '.join(flags)} both name port {port}: give each its own" for port, flags in shared) or None
+    )
 
 
 def _why_not_started(error: OSError) -> str:

@@ -11,8 +11,9 @@ A transcript block is a fenced block between two comments, the opening one namin
 
 `render` replaces each block's body with a scene's output; `normalized` makes two runs comparable:
 ids (UUIDs, UUIDv7s, and the keys made of them) become `<id-N>`, numbered by first appearance in the
-file, so the same journey must appear wherever it appeared before; times and durations become `<time>`
-and `<n> s`. Nothing else is left out of the comparison."""
+file, so the same journey must appear wherever it appeared before; times become `<time>` followed by
+their zone suffix as written (`<time>Z`: a change of format is a difference), durations `<n> s`.
+Nothing else is left out of the comparison."""
 
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ _BLOCK = re.compile(
     re.DOTALL,
 )
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
+# A time's value differs between runs; its zone suffix (`Z`, `+00:00`, none) is its wire format, and is kept.
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?P<zone>Z|[+-]\d\d:\d\d)?")
 # The audit's "for 3 s" and "ready in 4.2s": how long something took or lasted.
 _DURATION = re.compile(r"\b(for|in) \d+(?:\.\d+)? ?s\b")
 # Which road applied an event first is a race between road 1's reply and road 2's delivery (both
 # correct: the other's delivery is a no-op); the version it made and the time are what the record says.
-_ROAD = re.compile(r"applied by (?:reply|outbox) at (<time>) -> (v\d+)(?: \(road 2's delivery of it is a no-op\))?")
+_ROAD = re.compile(r"applied by (?:reply|outbox) at (<time>\S*) -> (v\d+)(?: \(road 2's delivery of it is a no-op\))?")
 
 
 class UnknownBlock(ValueError):
@@ -68,7 +70,7 @@ class Normalizer:
 
     def __call__(self, body: str) -> str:
         body = _UUID.sub(lambda m: self.ids.setdefault(m[0], f"<id-{len(self.ids) + 1}>"), body)
-        body = _TIME.sub("<time>", body)
+        body = _TIME.sub(lambda m: f"<time>{m['zone'] or ''}", body)
         body = _DURATION.sub(lambda m: f"{m[1]} <n> s", body)
         return _ROAD.sub(r"applied at \1 -> \2", body)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from functions.auditor import bootstrap as auditor_bootstrap
 from functions.auditor.audit import JourneyView, differences
@@ -26,8 +27,9 @@ def journey_show(target: Target, journey_id: str) -> dict[str, Any]:
     """The Control Record next to loans-api's truth, whether they agree, and the journey's events in
     order. `found` is False when neither side knows the journey."""
     http = Http(target)
-    record_status, record = http.call("GET", f"{target.api_url}/journeys/{journey_id}")
-    truth_status, truth = http.call("GET", f"{target.loans_api_url}/journeys/{journey_id}")
+    path = f"/journeys/{quote(journey_id, safe='')}"
+    record_status, record = http.call("GET", f"{target.api_url}{path}")
+    truth_status, truth = http.call("GET", f"{target.loans_api_url}{path}")
     for status_code, body, side in ((record_status, record, "orchestrator"), (truth_status, truth, "loans-api")):
         if status_code not in (200, 404):
             raise Unreachable(f"{side} answered {status_code} for journey {journey_id}: {str(body)[:300]}")

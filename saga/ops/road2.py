@@ -41,19 +41,8 @@ def status(target: Target) -> dict[str, Any]:
     found = _sweepers_view(target, now)
     oldest = found.oldest
     age = 0.0 if oldest is None else max(0.0, (now - oldest).total_seconds())
-    sqs = target.sqs()
-
-    def depth(url: str) -> dict[str, int]:
-        attributes = sqs.get_queue_attributes(
-            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-        )["Attributes"]
-        return {
-            "visible": int(attributes["ApproximateNumberOfMessages"]),
-            "inFlight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
-        }
-
-    events = depth(target.events_queue_url)
-    failures = depth(target.relay_failures_url)
+    events = depth(target, target.events_queue_url)
+    failures = depth(target, target.relay_failures_url)
     records = peek(target, target.relay_failures_url, 100) if failures["visible"] + failures["inFlight"] else []
     still_open = sum(1 for record in records if not relay_failure_resolved(record["Body"], oldest))
     return {
@@ -64,13 +53,25 @@ def status(target: Target) -> dict[str, Any]:
         },
         "queues": {
             "events": {**events, "oldestMessageAgeSeconds": oldest_message_age(target, target.events_queue_url)},
-            "eventsDlq": {"visible": depth(target.events_dlq_url)["visible"]},
+            "eventsDlq": depth(target, target.events_dlq_url),
             "relayFailures": {
                 "visible": failures["visible"],
                 "open": still_open,
                 "resolved": len(records) - still_open,
             },
         },
+    }
+
+
+def depth(target: Target, queue_url: str) -> dict[str, int]:
+    """A queue's messages: visible, and in flight (received by a reader and not yet deleted or shown
+    again: still in the queue). Both are approximate (GetQueueAttributes)."""
+    attributes = target.sqs().get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return {
+        "visible": int(attributes["ApproximateNumberOfMessages"]),
+        "inFlight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
     }
 
 
@@ -131,10 +132,13 @@ def status_problems(
     """What `saga status --check` fails on, each with what clears it."""
     outbox, queues = report["outbox"], report["queues"]
     problems = []
-    if queues["eventsDlq"]["visible"]:
+    held = queues["eventsDlq"].get("inFlight", 0)  # received by a reader, not deleted: still there
+    if in_dlq := queues["eventsDlq"]["visible"] + held:
         problems.append({
             "check": "dlq",
-            "detail": f"{queues['eventsDlq']['visible']} message(s) in the events DLQ: events road 2 could not apply",
+            "detail": f"{in_dlq} message(s) in the events DLQ"
+            + (f" ({held} in flight: received by a reader a moment ago)" if held else "")
+            + ": events road 2 could not apply",
             "next": "saga dlq list   (then fix the cause and `saga dlq redrive`; the check passes once it is empty)",
         })  # fmt: skip
     if outbox["oldestPendingAgeSeconds"] > max_outbox_age_seconds:
@@ -186,7 +190,10 @@ def status_table(report: dict[str, Any]) -> str:
         ("unreadable outbox items", str(outbox.get("unreadable", 0))),
         ("events queue visible / in flight", f"{queues['events']['visible']} / {queues['events']['inFlight']}"),
         ("events queue oldest message (s)", "-" if queue_age is None else f"{queue_age:.1f}"),
-        ("events DLQ", str(queues["eventsDlq"]["visible"])),
+        (
+            "events DLQ visible / in flight",
+            f"{queues['eventsDlq']['visible']} / {queues['eventsDlq'].get('inFlight', 0)}",
+        ),
         ("relay failures open / over", f"{failures.get('open', 0)} / {failures.get('resolved', 0)}"),
     ]
     width = max(len(name) for name, _ in rows)
@@ -314,14 +321,16 @@ def _loose_fields(body: str) -> dict[str, Any]:
 
 def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
     """Up to `limit` DLQ messages, each with why it failed (`diagnose`); none is consumed. Each
-    receiveCount includes this listing's own receive of the message (`peek`)."""
+    receiveCount includes this listing's own receive of the message (`peek`); receiveCountBeforeListing is
+    every receive before it: the consumer's (a message the redrive policy moved arrived with maxReceiveCount
+    receives), and any earlier listing's or other reader's (SQS keeps one count, whoever received it)."""
     journeys = DynamoControlRecordStore(target.dynamodb(), target.journeys_table)
     ledger = _TableLedger(DynamoLoanStore(target.dynamodb(), target.loans_table))
     return [
         {
             "messageId": m["MessageId"],
             "receiveCount": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
-            # this listing received it once too: the count as the consumer left it
+            # every receive but this listing's own (the consumer's, earlier listings', other readers')
             "receiveCountBeforeListing": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)) - 1,
             **diagnose(m["Body"], journeys, ledger),
         }
@@ -333,27 +342,28 @@ def dlq_redrive(target: Target, dry_run: bool, limit: int) -> list[dict[str, Any
     """Move up to `limit` DLQ messages back to the events queue, as the DLQ redrive role where the target
     has one (a redrive of an applied event is a harmless no-op: the consumer is idempotent; an edited one
     is confirmed against loans-api's ledger like any other message, and set aside again)."""
+    if dry_run:  # what a redrive would move: each message received once, all shown again (as a listing)
+        return [
+            {"messageId": m["MessageId"], "body": m["Body"][:200]} for m in peek(target, target.events_dlq_url, limit)
+        ]
     sqs = target.redrive_sqs()
     moved: list[dict[str, Any]] = []
     while len(moved) < limit:
         batch = sqs.receive_message(
             QueueUrl=target.events_dlq_url,
             MaxNumberOfMessages=min(10, limit - len(moved)),
-            VisibilityTimeout=0 if dry_run else 30,
+            VisibilityTimeout=30,
             MessageAttributeNames=["All"],
         ).get("Messages", [])
         batch = [m for m in batch if m["MessageId"] not in {x["messageId"] for x in moved}]
         if not batch:
             break
         for message in batch:
-            if not dry_run:
-                sqs.send_message(
-                    QueueUrl=target.events_queue_url,
-                    MessageBody=message["Body"],
-                    MessageAttributes=message.get("MessageAttributes", {}),
-                )
-                sqs.delete_message(QueueUrl=target.events_dlq_url, ReceiptHandle=message["ReceiptHandle"])
+            sqs.send_message(
+                QueueUrl=target.events_queue_url,
+                MessageBody=message["Body"],
+                MessageAttributes=message.get("MessageAttributes", {}),
+            )
+            sqs.delete_message(QueueUrl=target.events_dlq_url, ReceiptHandle=message["ReceiptHandle"])
             moved.append({"messageId": message["MessageId"], "body": message["Body"][:200]})
-        if dry_run:
-            break
     return moved

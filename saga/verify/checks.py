@@ -79,6 +79,12 @@ class Deployment:
         ]
         return cls(stack, region, outputs, resources, wait_seconds)
 
+    def output(self, name: str) -> str:
+        """One of the stack's outputs; a stack without it is not this system's (Unreachable, as the target's)."""
+        if name not in self.outputs:
+            raise Unreachable(f"stack {self.stack} has no output {name}: is it this system's stack?")
+        return self.outputs[name]
+
     def of_type(self, kind: str) -> list[StackResource]:
         return [r for r in self.resources if r.kind == kind]
 
@@ -138,14 +144,15 @@ class Outcome:
 
 def run_all(deployment: Deployment, checks: list[Check], say: Callable[[Outcome], None]) -> list[Outcome]:
     """Every check, in order, each told as it ends: a check that cannot read what it needs (an AWS
-    error, an API that does not answer) fails with what it met, and the others still run."""
+    error, an API that does not answer, a stack without an output) fails with what it met, and the others
+    still run. Anything else is a bug in saga and propagates (`saga verify` exits 70 with its traceback)."""
     outcomes = []
     for check in checks:
         try:
             outcome = Outcome(check.name, True, check.run(deployment), check.remedy)
         except Failed as failure:
             outcome = Outcome(check.name, False, str(failure), check.remedy)
-        except (BotoCoreError, ClientError, HTTPError, Unreachable, KeyError) as error:
+        except (BotoCoreError, ClientError, HTTPError, Unreachable) as error:
             outcome = Outcome(check.name, False, f"could not read it: {type(error).__name__}: {error}", check.remedy)
         say(outcome)
         outcomes.append(outcome)

@@ -44,7 +44,7 @@ def metrics_present(deployment: Deployment) -> str:
     weeks (docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_ListMetrics.html)."""
     cloudwatch = deployment.cloudwatch
     body = json.loads(
-        cloudwatch.get_dashboard(DashboardName=deployment.outputs[stack_outputs.OUTPUT_DASHBOARD])["DashboardBody"]
+        cloudwatch.get_dashboard(DashboardName=deployment.output(stack_outputs.OUTPUT_DASHBOARD))["DashboardBody"]
     )
     charted = dashboard_metrics(body)
     missing, quiet = [], []
@@ -108,7 +108,7 @@ def _listening(deployment: Deployment, topic: str) -> Iterator[str]:
 def alarm_path(deployment: Deployment) -> str:
     """One of the stack's alarms set to ALARM (SetAlarmState) notifies the alarm topic: a queue this
     check subscribes for the test receives it. The alarm is set back to the state it had."""
-    topic = deployment.outputs[stack_outputs.OUTPUT_ALARM_TOPIC]
+    topic = deployment.output(stack_outputs.OUTPUT_ALARM_TOPIC)
     alarms = _stack_alarms(deployment)
     if not alarms:
         raise Failed("the stack has no alarm")

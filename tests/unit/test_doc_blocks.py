@@ -67,8 +67,8 @@ def test_keys_made_of_uuids_times_and_durations_are_normalized():
     )
     assert normalized({"b": body})["b"] == (
         "idempotencyKey used: mcp-<id-1>\n"
-        "committed <time>  published <time>\n"
-        "OUT OF SYNC x  (behind, for <n> s, since <time>)\n"
+        "committed <time>Z  published <time>+00:00\n"
+        "OUT OF SYNC x  (behind, for <n> s, since <time>+00:00)\n"
     )
 
 
