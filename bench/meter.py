@@ -167,9 +167,7 @@ class Meter:
         .../GSI.html). Read through the meter's own client: never counted as the journey's reads."""
         shape = self._shape(endpoint, table)
         stored: Counter[str] = Counter()
-        kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-        while True:
-            page = self._raw_client(endpoint).scan(**kwargs)
+        for page in self._raw_client(endpoint).get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
             for item in page["Items"]:
                 kind = str(item["pk"]["S"]).split("#")[0]
                 stored[f"{table}/{kind}"] += item_size(dict(item)) + STORAGE_OVERHEAD
@@ -177,9 +175,7 @@ class Meter:
                     projected = index.image(dict(item), shape.keys)
                     if projected is not None:
                         stored[f"{table}/{index.name}"] += item_size(projected) + STORAGE_OVERHEAD
-            if "LastEvaluatedKey" not in page:
-                return dict(sorted(stored.items()))
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return dict(sorted(stored.items()))
 
     # -- snapshots -------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Reading many items by key (DynamoDB BatchGetItem), one way everywhere: at most 100 keys a call,
-strongly consistent, and the keys DynamoDB leaves unprocessed (throttling, a response over 16 MB) asked
-for again after a pause that doubles, a bounded number of rounds. AWS: "If DynamoDB returns any
+strongly consistent (the sweeper reads eventually consistent first: `batch_read(consistent=False)`),
+and the keys DynamoDB leaves unprocessed (throttling, a response over 16 MB) asked for again
+after a pause that doubles, a bounded number of rounds. AWS: "If DynamoDB returns any
 unprocessed items, you should retry the batch operation on those items. However, we strongly recommend
 that you use an exponential backoff algorithm"
 (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html). What is still
@@ -41,10 +42,32 @@ def batch_get(
 ) -> list[dict[str, Any]]:
     """The items of `table` at `keys` (DynamoDB's attribute maps), strongly consistent; an item that
     does not exist is left out. BatchReadIncomplete when keys are still unprocessed after `rounds` calls."""
+    items, unprocessed = batch_read(client, table, keys, rounds=rounds, sleep=sleep, unit_random=unit_random)
+    if unprocessed:
+        raise BatchReadIncomplete(
+            f"{len(unprocessed)} keys of {table} still unprocessed after {rounds} BatchGetItem calls"
+        )
+    return items
+
+
+def batch_read(
+    client: DynamoDBClient,
+    table: str,
+    keys: list[dict[str, Any]],
+    *,
+    consistent: bool = True,
+    rounds: int = MAX_ROUNDS,
+    sleep: Callable[[float], None] = time.sleep,
+    unit_random: Callable[[], float] = random.random,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The items of `table` at `keys` that exist, and the keys still unprocessed after `rounds` calls,
+    for a caller that keeps those for later (the sweeper revisits them next run). `consistent=False`
+    reads eventually consistent (half a read unit an item)."""
     items: list[dict[str, Any]] = []
+    unprocessed: list[dict[str, Any]] = []
     for start in range(0, len(keys), BATCH_GET_LIMIT):
         request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
-            table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": True}
+            table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": consistent}
         }
         for round_number in range(rounds):
             if round_number:
@@ -56,6 +79,5 @@ def batch_get(
             if not request:
                 break
         if request:
-            left = len(request[table]["Keys"])
-            raise BatchReadIncomplete(f"{left} keys of {table} still unprocessed after {rounds} BatchGetItem calls")
-    return items
+            unprocessed += [dict(key) for key in request[table]["Keys"]]
+    return items, unprocessed

@@ -5,6 +5,7 @@ command was decided on), the receipt, and the event, which is also the journey's
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +24,7 @@ from shared.idempotency import Receipt, receipt_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import PutTypeDef, QueryInputTypeDef, TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import PutTypeDef, TransactWriteItemTypeDef
 
 logger = Logger(child=True)
 
@@ -85,16 +86,15 @@ class DynamoLoanStore:
             return None
         last = _ledger_event(item)
         newest: list[history.Entry] = []
-        kwargs: QueryInputTypeDef = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": to_item({":pk": pk, ":prefix": outbox.EVENT_PREFIX}),
-            "ScanIndexForward": False,
-            "Limit": history.WINDOW_PAGE,
-            "ConsistentRead": True,
-        }
-        for _ in range(history.MAX_WINDOW_PAGES):
-            page = self._client.query(**kwargs)
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues=to_item({":pk": pk, ":prefix": outbox.EVENT_PREFIX}),
+            ScanIndexForward=False,
+            ConsistentRead=True,
+            PaginationConfig={"PageSize": history.WINDOW_PAGE},
+        )
+        for page in itertools.islice(pages, history.MAX_WINDOW_PAGES):  # lazy: stopping reads no further page
             broken = False
             for found in page.get("Items", []):
                 entry = _entry(found)
@@ -103,9 +103,8 @@ class DynamoLoanStore:
                     broken = True
                     break
                 newest.append(entry)
-            if broken or "LastEvaluatedKey" not in page or history.is_enough(last, newest):
+            if broken or history.is_enough(last, newest):
                 break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return history.truth(last, newest)
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:

@@ -47,15 +47,13 @@ from functions.relay.outbox_store import UnreadableItem, read_outbox_item
 from functions.relay.service import OutboxRelay
 from shared import event_ids, outbox
 from shared import metric_names as names
+from shared.batch_read import BATCH_GET_LIMIT, batch_read
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef, QueryInputTypeDef
 
 logger = Logger(child=True)
 
@@ -64,9 +62,6 @@ logger = Logger(child=True)
 # (it has no `type` and no `eventId`).
 CURSOR_PK = "SWEEPER#cursor"
 PARTITIONS = tuple(sorted(KNOWN_EVENT_TYPES))
-BATCH_GET_LIMIT = 100  # DynamoDB's keys per BatchGetItem
-MAX_BATCH_GET_ROUNDS = 5  # rounds of UnprocessedKeys (throttling) before the rest is revisited next run
-UNPROCESSED_PAUSE_SECONDS = 0.05  # doubled each round: DynamoDB asks for a backoff on UnprocessedKeys
 
 
 @dataclass(frozen=True, order=True)
@@ -390,53 +385,30 @@ class DynamoSweepStore:
         return True
 
     def changes(self, partition: str, above: str, below: str, limit: int) -> tuple[list[Entry], bool]:
-        kwargs: QueryInputTypeDef = {
-            "TableName": self._table,
-            "IndexName": CHANGES_INDEX,
-            "KeyConditionExpression": "#type = :type AND #id BETWEEN :above AND :below",
-            "ExpressionAttributeNames": {"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
-            "ExpressionAttributeValues": to_item({":type": partition, ":above": above, ":below": below}),
-        }
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self._table,
+            IndexName=CHANGES_INDEX,
+            KeyConditionExpression="#type = :type AND #id BETWEEN :above AND :below",
+            ExpressionAttributeNames={"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
+            ExpressionAttributeValues=to_item({":type": partition, ":above": above, ":below": below}),
+        )
         found: list[Entry] = []
-        while True:
-            page = self._client.query(**kwargs)
+        for page in pages:  # lazy: leaving the loop reads no further page
             for item in page.get("Items", []):
                 entry = Entry(item[CHANGES_SORT_ATTRIBUTE]["S"], item["pk"]["S"], item["sk"]["S"])
                 if above < entry.event_id < below:  # bounds are never eventIds; BETWEEN is inclusive
                     found.append(entry)
             if len(found) > limit:
                 return found[:limit], True
-            if "LastEvaluatedKey" not in page:
-                return found, False
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found, False
 
     def read(self, entries: Sequence[Entry], consistent: bool) -> tuple[dict[Entry, dict[str, Any]], list[Entry]]:
-        """BatchGetItem by 100, with bounded rounds of UnprocessedKeys and a growing pause between them."""
+        """shared/batch_read.py's bounded rounds; what is left unprocessed is returned, to revisit."""
         by_key = {(e.pk, e.sk): e for e in entries}
-        found: dict[Entry, dict[str, Any]] = {}
-        unread: list[Entry] = []
-        for start in range(0, len(entries), BATCH_GET_LIMIT):
-            request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
-                self._table: {
-                    "Keys": [to_item({"pk": e.pk, "sk": e.sk}) for e in entries[start : start + BATCH_GET_LIMIT]],
-                    "ConsistentRead": consistent,
-                }
-            }
-            pause = UNPROCESSED_PAUSE_SECONDS
-            for round_ in range(MAX_BATCH_GET_ROUNDS):
-                page = self._client.batch_get_item(RequestItems=request)
-                for item in page.get("Responses", {}).get(self._table, []):
-                    found[by_key[(item["pk"]["S"], item["sk"]["S"])]] = item
-                request = page.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                if round_ < MAX_BATCH_GET_ROUNDS - 1:
-                    self._sleep(pause)
-                    pause *= 2
-            rest: Any = request.get(self._table) or {}
-            left: list[Any] = list(rest.get("Keys", []))
-            unread += [by_key[(key["pk"]["S"], key["sk"]["S"])] for key in left]
-        return found, unread
+        keys = [to_item({"pk": e.pk, "sk": e.sk}) for e in entries]
+        items, left = batch_read(self._client, self._table, keys, consistent=consistent, sleep=self._sleep)
+        found = {by_key[(item["pk"]["S"], item["sk"]["S"])]: item for item in items}
+        return found, [by_key[(key["pk"]["S"], key["sk"]["S"])] for key in left]
 
 
 def _cursor(partition: str, item: dict[str, Any] | None) -> Cursor:

@@ -7,26 +7,28 @@ from typing import Any
 
 import pytest
 
-from shared.batch_read import FIRST_PAUSE_SECONDS, MAX_ROUNDS, BatchReadIncomplete, batch_get
+from shared.batch_read import FIRST_PAUSE_SECONDS, MAX_ROUNDS, BatchReadIncomplete, batch_get, batch_read
 
 
 class ThrottlingDynamo:
     """BatchGetItem that leaves the last `unprocessed` keys of each call unprocessed `rounds` times."""
 
-    def __init__(self, throttled_calls: int, unprocessed: int = 1) -> None:
+    def __init__(self, throttled_calls: int, unprocessed: int = 1, consistent: bool = True) -> None:
         self.throttled_calls = throttled_calls
         self.unprocessed = unprocessed
+        self.consistent = consistent
         self.calls: list[int] = []
 
     def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:  # noqa: N803 - boto3's name
         [(table, request)] = RequestItems.items()
         keys = request["Keys"]
-        assert request["ConsistentRead"] is True
+        assert request["ConsistentRead"] is self.consistent
         self.calls.append(len(keys))
         if self.throttled_calls:
             self.throttled_calls -= 1
             done, left = keys[: -self.unprocessed], keys[-self.unprocessed :]
-            return {"Responses": {table: done}, "UnprocessedKeys": {table: {"Keys": left, "ConsistentRead": True}}}
+            unprocessed = {table: {"Keys": left, "ConsistentRead": self.consistent}}
+            return {"Responses": {table: done}, "UnprocessedKeys": unprocessed}
         return {"Responses": {table: keys}, "UnprocessedKeys": {}}
 
 
@@ -60,3 +62,12 @@ def test_keys_still_unprocessed_after_the_last_round_are_an_error_not_a_missing_
     with pytest.raises(BatchReadIncomplete, match="1 keys of t still unprocessed"):
         batch_get(client, "t", KEYS[:10], sleep=lambda s: None)  # type: ignore[arg-type]
     assert len(client.calls) == MAX_ROUNDS
+
+
+def test_a_caller_that_keeps_what_is_left_gets_the_unprocessed_keys_back_eventually_consistent_if_asked():
+    # Given a table that never processes the last key of a call
+    client = ThrottlingDynamo(throttled_calls=1000, consistent=False)
+    # When 10 keys are read eventually consistent and the caller keeps what is left (the sweeper)
+    items, left = batch_read(client, "t", KEYS[:10], consistent=False, sleep=lambda s: None)  # type: ignore[arg-type]
+    # Then after the bounded rounds the nine read come back and the tenth is handed back, not dropped
+    assert (len(client.calls), items, left) == (MAX_ROUNDS, KEYS[:9], KEYS[9:10])
