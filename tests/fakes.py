@@ -23,8 +23,7 @@ from functions.loans_api import history
 from functions.loans_api.api import create_app as create_loans_app
 from functions.loans_api.domain import Change, Ledger
 from functions.loans_api.models import JourneyTruth
-from functions.loans_api.service import LoansService
-from functions.loans_api.store import CommitOutcome, CommitStatus
+from functions.loans_api.service import CommitOutcome, CommitStatus, LoansService
 from functions.orchestrator import keys
 from functions.orchestrator.deadline import RequestDeadline
 from functions.orchestrator.loans_gateway import LoansGateway

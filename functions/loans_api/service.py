@@ -9,7 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from enum import StrEnum
+from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,7 +18,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.loans_api import domain
 from functions.loans_api.domain import Change, Ledger
 from functions.loans_api.models import JourneyTruth
-from functions.loans_api.store import CommitStatus, LoanStore
 from shared import backoff
 from shared import metric_names as names
 from shared.errors import BusinessRuleViolated, DomainError, LedgerMoved, NotFound, StoreContention
@@ -25,6 +25,31 @@ from shared.events import LoanEvent
 from shared.idempotency import Answer, Receipt, fingerprint
 
 logger = Logger(child=True)
+
+
+class CommitStatus(StrEnum):
+    COMMITTED = "committed"
+    REPLAY = "replay"  # the key's receipt already exists: answer with it
+    CONFLICT = "conflict"  # the ledger moved since it was read: read again and retry
+    VIOLATED = "violated"  # a domain condition failed: the command is no longer legal
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    status: CommitStatus
+    receipt: Receipt | None = None
+
+
+class LoanStore(Protocol):
+    """The loans table, as the service reads it and commits to it (adapter: functions/loans_api/store.py)."""
+
+    def read_ledger(self, journey_id: str) -> Ledger: ...
+
+    def get_receipt(self, key: str) -> Receipt | None: ...
+
+    def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome: ...
+
+    def read_journey(self, journey_id: str) -> JourneyTruth | None: ...
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,13 @@
-"""loans-api's storage: the port and its DynamoDB adapter. The item layout of the loans table lives
-here (the outbox item's in `shared.outbox`). Every command is ONE TransactWriteItems of exactly three
-items (D1): the journey's loan item (updated on a condition on its previous `seq` and on what the
-command was decided on), the receipt, and the event, which is also the journey's history."""
+"""loans-api's storage: the DynamoDB adapter of its port (LoanStore, in functions/loans_api/service.py).
+The item layout of the loans table lives here (the outbox item's in `shared.outbox`). Every command is
+ONE TransactWriteItems of exactly three items (D1): the journey's loan item (updated on a condition on
+its previous `seq` and on what the command was decided on), the receipt, and the event, which is also
+the journey's history."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
@@ -17,6 +16,7 @@ from pydantic import ValidationError
 from functions.loans_api import history
 from functions.loans_api.domain import Change, Ledger, Requirements
 from functions.loans_api.models import JourneyTruth
+from functions.loans_api.service import CommitOutcome, CommitStatus
 from shared import outbox
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import LoanEvent
@@ -34,29 +34,6 @@ _RECEIPT, _JOURNEY = 0, 1
 # its absence, so "one disbursement per journey, ever" holds on this permanent item, whatever the
 # receipts (they expire) or the item's snapshot say.
 DISBURSED_MARK = "disbursementId"
-
-
-class CommitStatus(StrEnum):
-    COMMITTED = "committed"
-    REPLAY = "replay"  # the key's receipt already exists: answer with it
-    CONFLICT = "conflict"  # the ledger moved since it was read: read again and retry
-    VIOLATED = "violated"  # a domain condition failed: the command is no longer legal
-
-
-@dataclass(frozen=True)
-class CommitOutcome:
-    status: CommitStatus
-    receipt: Receipt | None = None
-
-
-class LoanStore(Protocol):
-    def read_ledger(self, journey_id: str) -> Ledger: ...
-
-    def get_receipt(self, key: str) -> Receipt | None: ...
-
-    def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome: ...
-
-    def read_journey(self, journey_id: str) -> JourneyTruth | None: ...
 
 
 class DynamoLoanStore:

@@ -23,8 +23,9 @@ from functions.loans_api import bootstrap as loans_bootstrap
 from functions.loans_api import domain
 from functions.loans_api.domain import MAX_SIMULATIONS, Requirements
 from functions.loans_api.history import HISTORY_PAGE
+from functions.loans_api.service import CommitStatus
 from functions.loans_api.settings import LoansSettings
-from functions.loans_api.store import CommitStatus, DynamoLoanStore
+from functions.loans_api.store import DynamoLoanStore
 from functions.relay.outbox_store import DynamoOutboxStore
 from shared import aws, outbox
 from shared.events import LoanEvent
