@@ -10,12 +10,10 @@ from botocore.exceptions import ClientError
 from shared.batch_read import batch_get
 from shared.control_record import ControlRecord
 from shared.dynamo import error_code, from_item, to_item
-from shared.outbox import journey_pk
+from shared.keys import CONTROL_SK, journey_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-CONTROL_SK = "CONTROL"
 
 
 def control_key(journey_id: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, InvalidOriginRequestId, MissingIdempotencyKey
+from shared.keys import RECEIPT_PREFIX, receipt_key
 from shared.loan_terms import ID_PATTERN
 
 HEADER = "Idempotency-Key"
@@ -24,8 +25,6 @@ EXPECTED_SEQ_HEADER = "Expected-Ledger-Seq"
 ORIGIN_HEADER = "Origin-Request-Id"
 MAX_KEY_LENGTH = 255
 DEFAULT_RECEIPT_TTL_SECONDS = 30 * 24 * 3600  # longer than the longest redelivery path (14-day DLQ)
-RECEIPT_SK = "RECEIPT"
-_RECEIPT_PREFIX = "RECEIPT#"
 # A receipt keeps its body zlib-compressed (`bodyZ`, binary) when that is smaller: receipts are written
 # inside every command's transaction at 2 write units per KB, and the body is most of their size (a
 # loans-api answer carries its event). Lossless, so a replay is still byte for byte; self-contained, so it
@@ -33,11 +32,6 @@ _RECEIPT_PREFIX = "RECEIPT#"
 # compression. The key is not stored twice: the partition key holds it (`idempotencyKey`, written before,
 # is still read), so a receipt of loans-api's longest key (255 characters) and answer stays under 1 KB.
 _COMPRESSION_LEVEL = 9
-
-
-def receipt_key(key: str) -> dict[str, str]:
-    """Where a key's receipt lives in its service's table (each service owns its receipts)."""
-    return {"pk": f"{_RECEIPT_PREFIX}{key}", "sk": RECEIPT_SK}
 
 
 # Spaces and tabs around a header's value are not part of it (RFC 9110 section 5.5).
@@ -152,7 +146,7 @@ class Receipt:
         # boto3 reads a binary attribute as `Binary`; bytes() takes it and plain bytes alike.
         body = values["body"] if packed is None else zlib.decompress(bytes(packed)).decode()
         origin = values.get("origin")
-        key = values.get("idempotencyKey") or str(values["pk"]).removeprefix(_RECEIPT_PREFIX)
+        key = values.get("idempotencyKey") or str(values["pk"]).removeprefix(RECEIPT_PREFIX)
         return cls(key, values["requestHash"], int(values["status"]), body, origin and str(origin))
 
     def replay_for(self, request_hash: str) -> Receipt:

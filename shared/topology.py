@@ -144,7 +144,7 @@ class QueueSource:
     batch_size: int
 
 
-# (The outbox's event items are `EVENT#{seq}`, shared/outbox.py EVENT_PREFIX: checked by the topology test.)
+# (The outbox's event items are `EVENT#{seq}`, shared/keys.py EVENT_PREFIX: checked by the topology test.)
 RELAY_STREAM = StreamSource(
     RELAY, batch_size=100, retries=5, bisect_on_error=True, max_record_age_hours=24, event_name="INSERT",
     sort_key_prefix="EVENT#",

@@ -17,6 +17,7 @@ from shared import event_ids, outbox
 from shared.batch_read import batch_get
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
+from shared.keys import JOURNEY_PREFIX, LEDGER_SK, event_sk, journey_pk
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -36,10 +37,10 @@ class DynamoTruthReader:
 
     def ledgers(self, journey_ids: list[str]) -> Ledgers:
         found = Ledgers()
-        keys = [to_item({"pk": outbox.journey_pk(j), "sk": outbox.LEDGER_SK}) for j in dict.fromkeys(journey_ids)]
+        keys = [to_item({"pk": journey_pk(j), "sk": LEDGER_SK}) for j in dict.fromkeys(journey_ids)]
         for item in batch_get(self._client, self._table, keys):
             values = from_item(item)
-            journey_id = str(values.get("journeyId") or values["pk"].removeprefix(outbox.JOURNEY_PREFIX))
+            journey_id = str(values.get("journeyId") or values["pk"].removeprefix(JOURNEY_PREFIX))
             try:
                 last = LoanEvent.model_validate(values["lastEvent"])  # the ledger keeps its newest event whole
                 found.truths[journey_id] = Truth(journey_id=journey_id, last_event=last)
@@ -48,7 +49,7 @@ class DynamoTruthReader:
         return found
 
     def event(self, journey_id: str, seq: int) -> EventFacts | None:
-        key = to_item({"pk": outbox.journey_pk(journey_id), "sk": outbox.event_sk(seq)})
+        key = to_item({"pk": journey_pk(journey_id), "sk": event_sk(seq)})
         item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
         if item is None:
             return None  # gone: deleted by an operator archiving old history, or expired under the old layout
@@ -91,7 +92,7 @@ class DynamoChangeFinder:
                 event_id = item[CHANGES_SORT_ATTRIBUTE]["S"]
                 if event_id >= before:
                     return found
-                found.append(Change(event_id, item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)))
+                found.append(Change(event_id, item["pk"]["S"].removeprefix(JOURNEY_PREFIX)))
         return found
 
     def all_journeys(self) -> Iterator[str]:
@@ -99,11 +100,11 @@ class DynamoChangeFinder:
             TableName=self._table,
             FilterExpression="sk = :ledger",
             ProjectionExpression="pk",
-            ExpressionAttributeValues=to_item({":ledger": outbox.LEDGER_SK}),
+            ExpressionAttributeValues=to_item({":ledger": LEDGER_SK}),
         )
         for page in pages:
             for item in page.get("Items", []):
-                yield item["pk"]["S"].removeprefix(outbox.JOURNEY_PREFIX)
+                yield item["pk"]["S"].removeprefix(JOURNEY_PREFIX)
 
 
 class DynamoAuditState:

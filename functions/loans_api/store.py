@@ -1,8 +1,8 @@
 """loans-api's storage: the DynamoDB adapter of its port (LoanStore, in functions/loans_api/service.py).
-The item layout of the loans table lives here (the outbox item's in `shared.outbox`). Every command is
-ONE TransactWriteItems of exactly three items (D1): the journey's loan item (updated on a condition on
-its previous `seq` and on what the command was decided on), the receipt, and the event, which is also
-the journey's history."""
+What the loans table's items hold lives here (the outbox item's in `shared.outbox`, every key in
+`shared.keys`). Every command is ONE TransactWriteItems of exactly three items (D1): the journey's loan
+item (updated on a condition on its previous `seq` and on what the command was decided on), the
+receipt, and the event, which is also the journey's history."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from functions.loans_api.service import CommitOutcome, CommitStatus
 from shared import outbox
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import LoanEvent
-from shared.idempotency import Receipt, receipt_key
+from shared.idempotency import Receipt
+from shared.keys import EVENT_PREFIX, LEDGER_SK, journey_pk, receipt_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -46,7 +47,7 @@ class DynamoLoanStore:
     # -- reads -------------------------------------------------------------------------------
 
     def read_ledger(self, journey_id: str) -> Ledger:
-        item = self._get(outbox.journey_pk(journey_id), outbox.LEDGER_SK)
+        item = self._get(journey_pk(journey_id), LEDGER_SK)
         return Ledger(journey_id, None if item is None else _ledger_event(item))
 
     def get_receipt(self, key: str) -> Receipt | None:
@@ -57,8 +58,8 @@ class DynamoLoanStore:
         """The journey's item and its newest events (`history.WINDOW_PAGE` a page, at most
         `history.MAX_WINDOW_PAGES` pages, fewer once they hold the newest 50 of each kind): at most three
         reads whatever the journey's history, two for most journeys."""
-        pk = outbox.journey_pk(journey_id)
-        item = self._get(pk, outbox.LEDGER_SK)
+        pk = journey_pk(journey_id)
+        item = self._get(pk, LEDGER_SK)
         if item is None:
             return None
         last = _ledger_event(item)
@@ -66,7 +67,7 @@ class DynamoLoanStore:
         pages = self._client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues=to_item({":pk": pk, ":prefix": outbox.EVENT_PREFIX}),
+            ExpressionAttributeValues=to_item({":pk": pk, ":prefix": EVENT_PREFIX}),
             ScanIndexForward=False,
             ConsistentRead=True,
             PaginationConfig={"PageSize": history.WINDOW_PAGE},
@@ -146,8 +147,8 @@ class DynamoLoanStore:
         them. Put over the previous version on a condition on it (`_conditions`)."""
         event = change.event
         values: dict[str, Any] = {
-            "pk": outbox.journey_pk(event.journeyId),
-            "sk": outbox.LEDGER_SK,
+            "pk": journey_pk(event.journeyId),
+            "sk": LEDGER_SK,
             "journeyId": event.journeyId,
             "seq": event.seq,
             "lastEvent": event.model_dump(mode="json"),

@@ -11,7 +11,8 @@ from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.errors import StoreContention
-from shared.idempotency import Receipt, receipt_key
+from shared.idempotency import Receipt
+from shared.keys import receipt_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef

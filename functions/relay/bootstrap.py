@@ -16,8 +16,8 @@ from functions.relay.sweeper import DynamoSweepStore, OutboxSweeper, SweepLimits
 from shared import aws
 from shared.clock import utc_now
 from shared.entry_points import Handler
+from shared.keys import SWEEPER_LEASE_KEY
 from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease, Leased
-from shared.outbox import SWEEPER_LEASE_KEY
 
 
 def sns_publisher(settings: RelaySettings) -> SnsPublisher:

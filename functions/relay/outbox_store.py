@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from shared import event_ids, outbox
 from shared.dynamo import error_code, to_item
 from shared.events import LoanEvent, why_unreadable
+from shared.keys import event_sk, journey_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -59,7 +60,7 @@ class DynamoOutboxStore:
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key=to_item({"pk": outbox.journey_pk(event.journeyId), "sk": outbox.event_sk(event.seq)}),
+                Key=to_item({"pk": journey_pk(event.journeyId), "sk": event_sk(event.seq)}),
                 # No expiry: the event is also the journey's history, kept as long as the journey (D1).
                 UpdateExpression="SET #status = :notified, publishedAt = :now ADD attempts :one",
                 ConditionExpression="#status = :pending",

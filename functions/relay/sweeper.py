@@ -50,6 +50,7 @@ from shared import metric_names as names
 from shared.batch_read import BATCH_GET_LIMIT, batch_read
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
+from shared.keys import SWEEPER_CURSOR_PK
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -57,10 +58,6 @@ if TYPE_CHECKING:
 
 logger = Logger(child=True)
 
-# The cursors live in the loans table in a partition of the sweeper's own (one item per partition of the
-# changes index): no journey's, not an event (the stream's filter and the relay pass it by), in no index
-# (it has no `type` and no `eventId`).
-CURSOR_PK = "SWEEPER#cursor"
 PARTITIONS = tuple(sorted(KNOWN_EVENT_TYPES))
 
 
@@ -355,7 +352,7 @@ class DynamoSweepStore:
         self._sleep = sleep
 
     def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]:
-        keys = [Entry("", CURSOR_PK, partition) for partition in partitions]
+        keys = [Entry("", SWEEPER_CURSOR_PK, partition) for partition in partitions]
         found, unread = self.read(keys, consistent=True)
         if unread:
             raise RuntimeError("the sweeper's cursors could not be read (throttled): this run does nothing")
@@ -363,7 +360,7 @@ class DynamoSweepStore:
 
     def save(self, cursor: Cursor) -> bool:
         values: dict[str, Any] = {
-            "pk": CURSOR_PK,
+            "pk": SWEEPER_CURSOR_PK,
             "sk": cursor.partition,
             "after": cursor.after,
             "revisits": [{"pk": e.pk, "sk": e.sk, "eventId": e.event_id} for e in cursor.revisits],

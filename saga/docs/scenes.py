@@ -19,7 +19,7 @@ import anyio
 from saga.docs.session import Runtime, Shell
 from shared import aws, tables
 from shared.dynamo import from_item, to_item
-from shared.outbox import EVENT_PREFIX, journey_pk
+from shared.keys import EVENT_PREFIX, journey_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -16,7 +16,7 @@ from shared import event_ids
 from shared.clock import utc_now
 from shared.control_store import DynamoControlRecordStore
 from shared.dynamo import from_item, to_item
-from shared.outbox import EVENT_PREFIX, journey_pk
+from shared.keys import EVENT_PREFIX, journey_pk
 
 # `saga audit --since` reads at most this many changes (the scheduled audit pages through more).
 AUDIT_SINCE_LIMIT = 100_000

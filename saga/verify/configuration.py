@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from saga.verify.checks import SERVICES, Check, Deployment, Failed
 from shared import metric_names as names
-from shared.outbox import EVENT_PREFIX
+from shared.keys import EVENT_PREFIX
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.type_defs import (

@@ -22,7 +22,7 @@ from saga.local.resources import LocalResources
 from shared import metric_names as names
 from shared import stack_outputs as keys
 from shared.capacity import DEFAULT_CAPACITY
-from shared.outbox import EVENT_PREFIX
+from shared.keys import EVENT_PREFIX
 from tests.e2e.fake_aws import _AUTHORIZATION
 
 REGION = "us-east-1"

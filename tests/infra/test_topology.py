@@ -13,7 +13,8 @@ import pytest
 from saga import cli
 from saga.local.containers import ContainerPool
 from saga.local.runtime import events_poller, function_pool, relay_stream_poller
-from shared import outbox, topology
+from shared import topology
+from shared.keys import EVENT_PREFIX, event_sk
 from shared.topology import Function
 from tests.infra.template import of_type
 
@@ -88,7 +89,7 @@ def _matches(pattern: dict[str, Any], record: dict[str, Any]) -> bool:
 STREAM_RECORDS: list[dict[str, Any]] = [
     {"eventName": name, "dynamodb": {"Keys": {"pk": {"S": "JOURNEY#j"}, "sk": {"S": sk}}}}
     for name in ("INSERT", "MODIFY", "REMOVE")
-    for sk in (outbox.event_sk(1), "LEDGER", "RECEIPT", "SIMULATION#s")
+    for sk in (event_sk(1), "LEDGER", "RECEIPT", "SIMULATION#s")
 ]
 
 
@@ -109,8 +110,8 @@ def test_the_local_stream_poller_batches_retries_bisects_and_filters_as_the_depl
     assert local.admits is not None
     admitted = [r for r in STREAM_RECORDS if local.admits(r)]
     assert admitted == [r for r in STREAM_RECORDS if _matches(pattern, r)]
-    assert [(r["eventName"], r["dynamodb"]["Keys"]["sk"]["S"]) for r in admitted] == [("INSERT", outbox.event_sk(1))]
-    assert topology.RELAY_STREAM.sort_key_prefix == outbox.EVENT_PREFIX
+    assert [(r["eventName"], r["dynamodb"]["Keys"]["sk"]["S"]) for r in admitted] == [("INSERT", event_sk(1))]
+    assert topology.RELAY_STREAM.sort_key_prefix == EVENT_PREFIX
 
 
 def test_the_local_queue_poller_takes_the_deployed_mappings_batches(resources):

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bench.billing import KB, item_size
-from shared import outbox
 from shared.dynamo import from_item, to_item
 from shared.idempotency import MAX_KEY_LENGTH
+from shared.keys import LEDGER_SK, event_sk, journey_pk
 from shared.loan_terms import MAX_AMOUNT, MAX_TERM_MONTHS
 from tests.integration.test_loans_api_items import Recorded, _kind, _longest, recorded  # noqa: F401 (fixture)
 from tests.support import ApiClient, json_of
@@ -33,7 +33,7 @@ def _accept(api: ApiClient, key: str, simulation_id: str) -> dict[str, Any]:
 
 
 def _event_key(seq: int) -> dict[str, Any]:
-    return to_item({"pk": outbox.journey_pk(JOURNEY), "sk": outbox.event_sk(seq)})
+    return to_item({"pk": journey_pk(JOURNEY), "sk": event_sk(seq)})
 
 
 def test_a_quote_is_never_listed_active_beside_another_when_an_old_layout_event_expired_out_of_order(
@@ -83,7 +83,7 @@ def test_older_omitted_names_nothing_when_every_event_of_a_journey_counted_late_
     for seq in (1, 2):
         found = dynamodb.get_item(TableName=table, Key=_event_key(seq), ConsistentRead=True)["Item"]
         dynamodb.put_item(TableName=table, Item=_strip_counts(found, ("snapshot",)))
-    ledger_key = to_item({"pk": outbox.journey_pk(JOURNEY), "sk": outbox.LEDGER_SK})
+    ledger_key = to_item({"pk": journey_pk(JOURNEY), "sk": LEDGER_SK})
     ledger = dynamodb.get_item(TableName=table, Key=ledger_key, ConsistentRead=True)["Item"]
     dynamodb.put_item(TableName=table, Item=_strip_counts(ledger, ("lastEvent", "snapshot")))
     # And a re-price under this code, which starts counting from its seq (2 quotes "had", so count 3)

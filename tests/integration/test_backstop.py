@@ -18,6 +18,7 @@ from shared import outbox, tables
 from shared.control_store import DynamoControlRecordStore
 from shared.dynamo import to_item
 from shared.events import LoanEvent, LoanSnapshot, UnreadableEvent, parse_event
+from shared.keys import event_sk, journey_pk
 from tests.support import quiet_metrics, uuid7_at
 
 if TYPE_CHECKING:
@@ -44,8 +45,8 @@ def unreadable_pending_item(journey_id: str, minutes_ago: float = 6) -> dict:
     event_id = uuid7_at(datetime.now(UTC) - timedelta(minutes=minutes_ago))
     return to_item(
         {
-            "pk": outbox.journey_pk(journey_id),
-            "sk": outbox.event_sk(1),
+            "pk": journey_pk(journey_id),
+            "sk": event_sk(1),
             "eventId": event_id,
             "journeyId": journey_id,
             "seq": "one",
@@ -159,8 +160,8 @@ def test_the_changes_index_holds_keys_only_and_the_sweeper_publishes_the_whole_e
         dynamodb.put_item(TableName=resources.loans_table, Item=outbox.outbox_item(event))
     # And one that was marked NOTIFIED already (it stays in the changes index: it is history)
     dynamodb.put_item(TableName=resources.loans_table, Item=outbox.outbox_item(stale_event("keys-done", 1)))
-    done = outbox.journey_pk("keys-done")
-    dynamodb.update_item(TableName=resources.loans_table, Key=to_item({"pk": done, "sk": outbox.event_sk(1)}),
+    done = journey_pk("keys-done")
+    dynamodb.update_item(TableName=resources.loans_table, Key=to_item({"pk": done, "sk": event_sk(1)}),
                          UpdateExpression="SET #s = :n", ExpressionAttributeNames={"#s": "status"},
                          ExpressionAttributeValues=to_item({":n": outbox.NOTIFIED}))  # fmt: skip
     # Then the index entries carry keys only, no event, no status

@@ -18,6 +18,7 @@ from functions.relay.settings import SWEEPER_TIMEOUT_SECONDS
 from functions.relay.sweeper import SweepReport
 from shared import metric_names as names
 from shared import outbox
+from shared.keys import SWEEPER_LEASE_KEY
 from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease
 from tests.integration.test_backstop import received, stale_event
 from tests.support import quiet_metrics
@@ -57,7 +58,7 @@ def test_of_two_overlapping_sweeps_only_one_sweeps(dynamodb: DynamoDBClient, sqs
 
 def test_a_lease_left_by_a_run_that_died_is_taken_over_once_it_expires(dynamodb: DynamoDBClient, resources):
     # Given the sweeper's lease taken by a run that then died (it never released it)
-    lease = DynamoLease(dynamodb, resources.loans_table, outbox.SWEEPER_LEASE_KEY)
+    lease = DynamoLease(dynamodb, resources.loans_table, SWEEPER_LEASE_KEY)
     start = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     expires = start + timedelta(seconds=SWEEPER_TIMEOUT_SECONDS) + CLOCK_SKEW_MARGIN
     assert lease.take("died", start, expires)
@@ -68,9 +69,7 @@ def test_a_lease_left_by_a_run_that_died_is_taken_over_once_it_expires(dynamodb:
     lease.release("died", expires)
     assert not lease.take("third", expires, expires + timedelta(minutes=1))
     # And the lease item is no outbox item: the stream filter and the relay pass it by
-    item = dynamodb.get_item(
-        TableName=resources.loans_table, Key={k: {"S": v} for k, v in outbox.SWEEPER_LEASE_KEY.items()}
-    )
+    item = dynamodb.get_item(TableName=resources.loans_table, Key={k: {"S": v} for k, v in SWEEPER_LEASE_KEY.items()})
     assert not outbox.is_outbox_item(item["Item"])
 
 

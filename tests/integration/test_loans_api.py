@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from shared import outbox
 from shared.dynamo import from_item, to_item
 from shared.idempotency import Receipt
+from shared.keys import event_sk, journey_pk
 from tests.integration.aws_calls import scan
 from tests.integration.journeys import LOANS_JOURNEY as JOURNEY
 from tests.integration.journeys import accepted_at_loans_api as accepted_journey
@@ -251,7 +251,7 @@ def test_an_unreadable_event_item_is_logged_at_warning_with_its_key_and_the_hist
     # Given a journey of two quotes whose older event item holds no event this version can read
     simulate(loans_api, "k-1")
     simulate(loans_api, "k-2", amount=6000)
-    key = {"pk": outbox.journey_pk(JOURNEY), "sk": outbox.event_sk(1)}
+    key = {"pk": journey_pk(JOURNEY), "sk": event_sk(1)}
     dynamodb.update_item(
         TableName=resources.loans_table,
         Key=to_item(key),

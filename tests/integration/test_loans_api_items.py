@@ -30,6 +30,7 @@ from functions.relay.outbox_store import DynamoOutboxStore
 from shared import aws, outbox
 from shared.events import LoanEvent
 from shared.idempotency import MAX_KEY_LENGTH, Receipt
+from shared.keys import event_sk, journey_pk
 from shared.loan_terms import MAX_TERM_MONTHS
 from tests.integration.aws_calls import scan
 from tests.integration.journeys import LOANS_JOURNEY, simulate_at_loans_api
@@ -145,7 +146,7 @@ def test_the_relay_marks_the_largest_event_notified_and_it_stays_under_1_kb(reco
     # When the relay marks it NOTIFIED
     assert DynamoOutboxStore(dynamodb, resources.loans_table).mark_notified(paid, datetime.now(UTC))
     # Then it is still one write unit's worth, and it carries no expiry: it is the journey's history
-    key = {"pk": {"S": outbox.journey_pk(paid.journeyId)}, "sk": {"S": outbox.event_sk(paid.seq)}}
+    key = {"pk": {"S": journey_pk(paid.journeyId)}, "sk": {"S": event_sk(paid.seq)}}
     item = dynamodb.get_item(TableName=resources.loans_table, Key=key, ConsistentRead=True)["Item"]
     assert item["status"]["S"] == outbox.NOTIFIED
     assert "expiresAt" not in item

@@ -16,6 +16,7 @@ from functions.relay.sweeper import PARTITIONS, Cursor, DynamoSweepStore
 from shared import event_ids, outbox
 from shared.dynamo import to_item
 from shared.events import LoanEvent
+from shared.keys import event_sk, journey_pk
 from tests.integration.test_backstop import received, stale_event, unreadable_pending_item
 from tests.support import quiet_metrics
 
@@ -36,7 +37,7 @@ def put(dynamodb: DynamoDBClient, resources, *items: dict) -> None:
 
 
 def status_of(dynamodb: DynamoDBClient, resources, event: LoanEvent) -> str:
-    key = to_item({"pk": outbox.journey_pk(event.journeyId), "sk": outbox.event_sk(event.seq)})
+    key = to_item({"pk": journey_pk(event.journeyId), "sk": event_sk(event.seq)})
     return dynamodb.get_item(TableName=resources.loans_table, Key=key, ConsistentRead=True)["Item"]["status"]["S"]
 
 
