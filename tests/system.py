@@ -35,6 +35,16 @@ STARTUP_PATIENCE = 300.0
 STALL_SECONDS = 120.0
 
 
+def wait_for(predicate: Callable[[], Any], timeout: float = PATIENCE, interval: float = 0.1) -> Any:
+    """`predicate()`'s first truthy value, polled every `interval` s; its last value after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -112,12 +122,7 @@ class System:
         return done.returncode, done.stdout + done.stderr
 
     def wait_for(self, predicate: Any, timeout: float = PATIENCE, interval: float = 0.1) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value or time.monotonic() > deadline:
-                return value
-            time.sleep(interval)
+        return wait_for(predicate, timeout, interval)
 
 
 def start_local(

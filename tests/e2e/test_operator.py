@@ -20,6 +20,7 @@ import urllib3
 from shared import aws, tables
 from shared.events import LoanEvent, LoanSnapshot, SimulationSummary
 from tests.system import free_port, read_log, start_local, stop_local
+from tests.system import wait_for as system_wait_for
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -371,15 +372,8 @@ def test_status_check_fails_on_a_message_waiting_in_the_events_queue_with_the_co
     assert "events queue oldest message (s)" in human.stdout
 
 
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.3):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
+def wait_for(predicate):
+    return system_wait_for(predicate, timeout=30.0, interval=0.3)
 
 
 def test_an_unknown_journey_exits_3_wherever_a_journey_is_named(road2_off):

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.constants import MAX_METRICS
 
 from saga.local.containers import ContainerPool
-from tests.system import free_port, read_log, start_local, stop_local
+from tests.system import free_port, read_log, start_local, stop_local, wait_for
 
 # A bound on waiting for a condition, never the verdict: each test waits for what it asserts and fails
 # only if that has not happened by then.
@@ -55,15 +54,6 @@ def descendants(root: int) -> set[int]:
     return found
 
 
-def wait_until(condition, timeout: float = PATIENCE_SECONDS, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
-
-
 @linux_only
 def test_no_process_outlives_saga_local_killed_with_sigkill(tmp_path):
     # Given a running `saga local`, with its AWS endpoint and its function containers
@@ -82,7 +72,7 @@ def test_no_process_outlives_saga_local_killed_with_sigkill(tmp_path):
     def survivors() -> list[int]:
         return [pid for pid in children if _alive(pid)]
 
-    wait_until(lambda: not survivors())
+    wait_for(lambda: not survivors(), timeout=PATIENCE_SECONDS, interval=0.2)
     assert survivors() == [], f"still running {PATIENCE_SECONDS} s after the kill\n{read_log(log)[-2000:]}"
 
 
