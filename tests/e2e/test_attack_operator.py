@@ -12,12 +12,16 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from shared import aws, tables
 from tests.e2e.test_operator import Answer, run_saga
 from tests.system import free_port, read_log, start_local, stop_local
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,7 @@ class Local:
     def saga(self, *args: str) -> Answer:
         return run_saga(*args, state_file=self.state_file)
 
-    def sqs(self):
+    def sqs(self) -> SQSClient:
         return aws.client("sqs", "us-east-1", self.aws_url)
 
     def dlq(self) -> str:
