@@ -101,6 +101,10 @@ class StreamPoller:
             _run_all(self._lanes, [partial(self._deliver, batch, shard_id) for batch in lanes.values()])
         return read
 
+    def close(self) -> None:
+        """End the lanes' threads (a poll under way finishes first)."""
+        self._lanes.shutdown(wait=False, cancel_futures=True)
+
     def _lane(self, record: dict[str, Any]) -> int:
         """Which of the shard's concurrent batches a record joins: its partition key's hash, so that one
         key's records stay in order on one lane, as Lambda keeps them."""
@@ -230,6 +234,10 @@ class SqsPoller:
         while len(batches) < self.max_concurrency and (messages := self._receive()):
             batches.append(messages)
         return _run_all(self._lanes, [partial(self._apply, batch) for batch in batches])
+
+    def close(self) -> None:
+        """End the batches' threads (a poll under way finishes first)."""
+        self._lanes.shutdown(wait=False, cancel_futures=True)
 
     def _receive(self) -> list[MessageTypeDef]:
         # Short polls only: a long poll would hold the local endpoint while it waits.

@@ -178,6 +178,7 @@ class LocalRuntime:
         self._moto: MotoProcess | None = None
         self._servers: list[ApiServer] = []
         self._loops: list[PollingLoop] = []
+        self._pollers: list[StreamPoller | SqsPoller] = []
         self._pools: list[ContainerPool] = []
         self.resources: LocalResources | None = None
         self._ready = threading.Event()
@@ -280,6 +281,7 @@ class LocalRuntime:
         if c.consumer_wrapper is not None:
             consumer = c.consumer_wrapper(consumer)
         events = events_poller(sqs, resources.events_queue_url, queue_arn, consumer, c.redelivery_seconds)
+        self._pollers = [stream, events]
         sweeper = self._container(topology.SWEEPER, relay_settings)
 
         def sweep() -> int:
@@ -309,6 +311,8 @@ class LocalRuntime:
         self._ready.clear()
         for loop in self._loops:
             loop.stop()
+        for poller in self._pollers:
+            poller.close()
         for server in self._servers:
             server.stop()
         for pool in self._pools:
