@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared import entry_points
 from shared import metric_names as names
+from shared.capacity import DEFAULT_CAPACITY
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -114,18 +115,25 @@ def memory_mb() -> dict[str, int]:
 class StreamSource:
     """The loans table's stream feeding the relay, as its event source mapping: batches of up to
     `batch_size`, a failed batch retried `retries` times (split in two on a function error), then its
-    description sent to the relay-failures queue; records older than `max_record_age_hours` dropped (the
-    sweeper republishes what stays PENDING). Only INSERTs of items whose sort key starts with
-    `sort_key_prefix` (outbox events) reach the relay: its own NOTIFIED marks (MODIFY) and every other
-    item are filtered out (the relay checks the same in code)."""
+    description sent to the relay-failures queue; records older than `max_record_age_hours` dropped the
+    same way (the sweeper republishes what stays PENDING); up to `parallelization_factor` batches of one
+    shard at once, each partition key's records in order on one of them (the factor follows the stack's
+    target rate, shared/capacity.py: this is its value at the default rate). Only INSERTs of items whose
+    sort key starts with `sort_key_prefix` (outbox events) reach the relay: its own NOTIFIED marks
+    (MODIFY) and every other item are filtered out (the relay checks the same in code)."""
 
     function: Function
     batch_size: int
     retries: int
     bisect_on_error: bool
     max_record_age_hours: int
+    parallelization_factor: int
     event_name: str
     sort_key_prefix: str
+
+    @property
+    def max_record_age_seconds(self) -> int:
+        return 3600 * self.max_record_age_hours
 
     def admits(self, record: Mapping[str, Any]) -> bool:
         """Whether the mapping's filter passes this stream record to the function (the local runtime
@@ -137,20 +145,23 @@ class StreamSource:
 @dataclass(frozen=True)
 class QueueSource:
     """The events queue feeding the consumer: batches of up to `batch_size`, partial batch failures
-    reported, a failed message received again after the queue's visibility timeout. Its concurrency
-    follows the stack's target rate (shared/capacity.py)."""
+    reported, a failed message received again after the queue's visibility timeout; up to
+    `max_concurrency` batches at once (it follows the stack's target rate, shared/capacity.py: this is its
+    value at the default rate)."""
 
     function: Function
     batch_size: int
+    max_concurrency: int
 
 
 # (The outbox's event items are `EVENT#{seq}`, shared/keys.py EVENT_PREFIX: checked by the topology test.)
 RELAY_STREAM = StreamSource(
-    RELAY, batch_size=100, retries=5, bisect_on_error=True, max_record_age_hours=24, event_name="INSERT",
+    RELAY, batch_size=100, retries=5, bisect_on_error=True, max_record_age_hours=24,
+    parallelization_factor=DEFAULT_CAPACITY.relay_parallelization_factor, event_name="INSERT",
     sort_key_prefix="EVENT#",
 )  # fmt: skip
 # A batch whose every message needs a ledger read still fits the consumer's timeout (tests/unit/test_consumer.py).
-EVENTS_QUEUE_SOURCE = QueueSource(CONSUMER, batch_size=10)
+EVENTS_QUEUE_SOURCE = QueueSource(CONSUMER, batch_size=10, max_concurrency=DEFAULT_CAPACITY.consumer_max_concurrency)
 # The events queue's visibility timeout: 6x the consumer's timeout (AWS guidance for SQS event sources),
 # so a message is not received again while its batch is still being applied.
 EVENTS_QUEUE_VISIBILITY_SECONDS = 6 * CONSUMER.timeout_seconds

@@ -1,14 +1,19 @@
 """Event sources as Lambda runs them, for the local runtime and the tests, configured by default as
-shared/topology.py declares the deployed ones: a DynamoDB Streams poller (batches, partial batch
-failure -> retry from the failed record, bisect on function error, bounded retries, then the
-on-failure destination) and an SQS poller (batches, delete only what succeeded, failures come back
-after their visibility timeout and move to the DLQ by the queue's own redrive policy)."""
+shared/topology.py declares the deployed ones: a DynamoDB Streams poller (up to the parallelization
+factor's batches of a shard at once, each partition key on one of them; partial batch failure -> retry
+from the failed record, bisect on function error, bounded retries and a maximum record age, then the
+on-failure destination) and an SQS poller (up to the maximum concurrency's batches at once; delete only
+what succeeded, failures come back after their visibility timeout and move to the DLQ by the queue's own
+redrive policy)."""
 
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Callable
-from datetime import UTC, datetime
+from concurrent.futures import ThreadPoolExecutor, wait
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -35,8 +40,18 @@ def _failed_ids(handler: Handler, event: dict[str, Any], function_name: str) -> 
     return {str(f["itemIdentifier"]) for f in response.get("batchItemFailures", [])}, False
 
 
+def _run_all(lanes: ThreadPoolExecutor, work: list[Callable[[], int]]) -> int:
+    """Run each of `work` on `lanes` (at once, up to the pool's size), wait for all; the sum of their
+    counts. An exception in one is raised here, after the others have ended."""
+    futures = [lanes.submit(w) for w in work]
+    wait(futures)
+    return sum(f.result() for f in futures)
+
+
 class StreamPoller:
-    """Reads every shard of a DynamoDB stream and delivers batches to `handler`."""
+    """Reads every shard of a DynamoDB stream and delivers batches to `handler`: a shard's records split
+    by partition key into up to `parallelization_factor` lanes, delivered at once, each lane in order
+    (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html#services-ddb-params)."""
 
     def __init__(
         self,
@@ -49,6 +64,8 @@ class StreamPoller:
         bisect_on_error: bool = RELAY_STREAM.bisect_on_error,
         on_failure: Callable[[dict[str, Any]], None] | None = None,
         admits: Callable[[dict[str, Any]], bool] | None = None,
+        max_record_age_seconds: int = RELAY_STREAM.max_record_age_seconds,
+        parallelization_factor: int = RELAY_STREAM.parallelization_factor,
     ) -> None:
         self._streams = streams
         self._arn = stream_arn
@@ -61,6 +78,9 @@ class StreamPoller:
         # The mapping's filter (shared/topology.py `StreamSource.admits`); None delivers every record, as
         # to an endpoint without filters.
         self.admits = admits
+        self.max_record_age_seconds = max_record_age_seconds
+        self.parallelization_factor = parallelization_factor
+        self._lanes = ThreadPoolExecutor(parallelization_factor, thread_name_prefix=f"{function_name}-lane")
         self._iterators: dict[str, str | None] = {}
 
     def poll_once(self) -> int:
@@ -75,9 +95,21 @@ class StreamPoller:
             records = [{**r, "eventSourceARN": self._arn} for r in page.get("Records", [])]
             read += len(records)
             delivered = [r for r in records if self.admits is None or self.admits(r)]
-            if delivered:
-                self._deliver(delivered, shard_id)
+            lanes: dict[int, list[dict[str, Any]]] = {}
+            for record in delivered:
+                lanes.setdefault(self._lane(record), []).append(record)
+            _run_all(self._lanes, [partial(self._deliver, batch, shard_id) for batch in lanes.values()])
         return read
+
+    def close(self) -> None:
+        """End the lanes' threads (a poll under way finishes first)."""
+        self._lanes.shutdown(wait=False, cancel_futures=True)
+
+    def _lane(self, record: dict[str, Any]) -> int:
+        """Which of the shard's concurrent batches a record joins: its partition key's hash, so that one
+        key's records stay in order on one lane, as Lambda keeps them."""
+        key = record.get("dynamodb", {}).get("Keys", {}).get("pk", {}).get("S", "")
+        return zlib.crc32(str(key).encode()) % self.parallelization_factor
 
     def _discover_shards(self) -> None:
         shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"].get("Shards", [])
@@ -87,11 +119,13 @@ class StreamPoller:
                     StreamArn=self._arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
                 )["ShardIterator"]
 
-    def _deliver(self, records: list[dict[str, Any]], shard_id: str) -> None:
+    def _deliver(self, records: list[dict[str, Any]], shard_id: str) -> int:
         batches = [records]
         retries = 0
         while batches:
-            batch = batches.pop(0)
+            batch = self._within_age(batches.pop(0), shard_id)
+            if not batch:
+                continue
             failed, errored = _failed_ids(self.handler, {"Records": batch}, self._name)
             if not failed and not errored:
                 continue
@@ -109,17 +143,34 @@ class StreamPoller:
                 first = min(failed, key=int)
                 start = next(i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] == first)
                 batches.insert(0, batch[start:])
+        return len(records)
 
-    def _send_to_on_failure(self, batch: list[dict[str, Any]], errored: bool, shard_id: str) -> None:
+    def _within_age(self, batch: list[dict[str, Any]], shard_id: str) -> list[dict[str, Any]]:
+        """The batch without its records older than the maximum record age, which go to the on-failure
+        destination instead, as Lambda discards them before an invocation or a retry."""
+        oldest = datetime.now(UTC) - timedelta(seconds=self.max_record_age_seconds)
+        kept: list[dict[str, Any]] = []
+        expired: list[dict[str, Any]] = []
+        for record in batch:
+            created = _created(record)
+            (expired if created is not None and created < oldest else kept).append(record)
+        if expired:
+            self._send_to_on_failure(expired, False, shard_id, condition="RecordAgeExceeded")
+        return kept
+
+    def _send_to_on_failure(
+        self, batch: list[dict[str, Any]], errored: bool, shard_id: str, condition: str = "RetryAttemptsExhausted"
+    ) -> None:
         """The invocation record Lambda sends the on-failure destination: where the batch is in the stream
         and when its records arrived, not the records (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html)."""
         sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in batch]
-        logger.error("stream batch exhausted its retries", extra={"sequence_numbers": sequence_numbers})
+        logger.error("stream records sent to the on-failure destination",
+                     extra={"condition": condition, "sequence_numbers": sequence_numbers})  # fmt: skip
         if self._on_failure is not None:
             arrivals = [_arrival(r) for r in (batch[0], batch[-1])]
             self._on_failure(
                 {
-                    "requestContext": {"condition": "RetryAttemptsExhausted", "functionError": errored},
+                    "requestContext": {"condition": condition, "functionError": errored},
                     "version": "1.0",
                     "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                     "DDBStreamBatchInfo": {
@@ -135,17 +186,25 @@ class StreamPoller:
             )
 
 
+def _created(record: dict[str, Any]) -> datetime | None:
+    """When a stream record was written (its ApproximateCreationDateTime), if the stream says."""
+    created = record["dynamodb"].get("ApproximateCreationDateTime")
+    if created is None:
+        return None
+    return (created if isinstance(created, datetime) else datetime.fromtimestamp(float(created), UTC)).astimezone(UTC)
+
+
 def _arrival(record: dict[str, Any]) -> str:
     """When a stream record arrived, to the second, as Lambda's on-failure record gives it."""
-    created = record["dynamodb"].get("ApproximateCreationDateTime")
-    when = created if isinstance(created, datetime) else datetime.fromtimestamp(float(created or 0), UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = _created(record) or datetime.fromtimestamp(0, UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class SqsPoller:
-    """Receives up to `batch_size` messages, invokes `handler`, deletes only the successes.
-    `redelivery_seconds`, when set, shortens a failed message's visibility (locally, so a failure
-    comes back in seconds rather than after the queue's full visibility timeout)."""
+    """Receives up to `max_concurrency` batches of up to `batch_size` messages, invokes `handler` on them at
+    once (one thread each), deletes only each batch's successes. `redelivery_seconds`, when set, shortens
+    a failed message's visibility (locally, so a failure comes back in seconds rather than after the
+    queue's full visibility timeout)."""
 
     def __init__(
         self,
@@ -156,6 +215,7 @@ class SqsPoller:
         function_name: str = "consumer",
         batch_size: int = EVENTS_QUEUE_SOURCE.batch_size,
         redelivery_seconds: int | None = None,
+        max_concurrency: int = EVENTS_QUEUE_SOURCE.max_concurrency,
     ) -> None:
         self._sqs = sqs
         self._url = queue_url
@@ -164,18 +224,33 @@ class SqsPoller:
         self._name = function_name
         self.batch_size = batch_size
         self._redelivery = redelivery_seconds
+        self.max_concurrency = max_concurrency
+        self._lanes = ThreadPoolExecutor(max_concurrency, thread_name_prefix=f"{function_name}-batch")
 
     def poll_once(self) -> int:
+        """Receive up to `max_concurrency` batches (fewer when the queue runs dry), apply them at once;
+        returns how many messages they held."""
+        batches: list[list[MessageTypeDef]] = []
+        while len(batches) < self.max_concurrency and (messages := self._receive()):
+            batches.append(messages)
+        return _run_all(self._lanes, [partial(self._apply, batch) for batch in batches])
+
+    def close(self) -> None:
+        """End the batches' threads (a poll under way finishes first)."""
+        self._lanes.shutdown(wait=False, cancel_futures=True)
+
+    def _receive(self) -> list[MessageTypeDef]:
         # Short polls only: a long poll would hold the local endpoint while it waits.
-        messages = self._sqs.receive_message(
+        return self._sqs.receive_message(
             QueueUrl=self._url,
             MaxNumberOfMessages=self.batch_size,
             WaitTimeSeconds=0,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
-        if not messages:
-            return 0
+
+    def _apply(self, messages: list[MessageTypeDef]) -> int:
+        """One batch, as Lambda invokes the function with it: delete what succeeded."""
         failed, errored = _failed_ids(self.handler, {"Records": [self._record(m) for m in messages]}, self._name)
         if errored:
             failed = {m["MessageId"] for m in messages}

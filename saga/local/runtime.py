@@ -125,6 +125,8 @@ def relay_stream_poller(
         bisect_on_error=source.bisect_on_error,
         on_failure=on_failure,
         admits=source.admits,
+        max_record_age_seconds=source.max_record_age_seconds,
+        parallelization_factor=source.parallelization_factor,
     )
 
 
@@ -141,6 +143,7 @@ def events_poller(
         function_name=source.function.service,
         batch_size=source.batch_size,
         redelivery_seconds=redelivery_seconds,
+        max_concurrency=source.max_concurrency,
     )
 
 
@@ -175,6 +178,7 @@ class LocalRuntime:
         self._moto: MotoProcess | None = None
         self._servers: list[ApiServer] = []
         self._loops: list[PollingLoop] = []
+        self._pollers: list[StreamPoller | SqsPoller] = []
         self._pools: list[ContainerPool] = []
         self.resources: LocalResources | None = None
         self._ready = threading.Event()
@@ -251,7 +255,7 @@ class LocalRuntime:
 
         relay: Handler
         if c.relay_publisher_wrapper is None:
-            relay = self._container(topology.RELAY, relay_settings)
+            relay = self._container(topology.RELAY, relay_settings, topology.RELAY_STREAM.parallelization_factor)
         else:  # a fault hook inside the composition (chaos): the composition root, in this process
             publisher = c.relay_publisher_wrapper(relay_bootstrap.sns_publisher(relay_settings))
             relay = _with_metrics_flushed(
@@ -271,10 +275,13 @@ class LocalRuntime:
             journeys_table_name=resources.journeys_table,
             loans_api_url=loans_api_url,
         )
-        consumer: Handler = self._container(topology.CONSUMER, consumer_settings)
+        consumer: Handler = self._container(
+            topology.CONSUMER, consumer_settings, topology.EVENTS_QUEUE_SOURCE.max_concurrency
+        )
         if c.consumer_wrapper is not None:
             consumer = c.consumer_wrapper(consumer)
         events = events_poller(sqs, resources.events_queue_url, queue_arn, consumer, c.redelivery_seconds)
+        self._pollers = [stream, events]
         sweeper = self._container(topology.SWEEPER, relay_settings)
 
         def sweep() -> int:
@@ -292,9 +299,10 @@ class LocalRuntime:
             if name not in c.disabled
         ]
 
-    def _container(self, declared: Function, settings: BaseSettings) -> ContainerPool:
-        """A poller's function, run through its Lambda entry point in a container of its own."""
-        pool = function_pool(declared, settings, max_containers=1)
+    def _container(self, declared: Function, settings: BaseSettings, max_containers: int = 1) -> ContainerPool:
+        """A poller's function, run through its Lambda entry point in containers of its own: as many as
+        its poller invokes it at once (one warmed now, the others started when first needed)."""
+        pool = function_pool(declared, settings, max_containers=max_containers)
         pool.warm()
         self._pools.append(pool)
         return pool
@@ -303,6 +311,8 @@ class LocalRuntime:
         self._ready.clear()
         for loop in self._loops:
             loop.stop()
+        for poller in self._pollers:
+            poller.close()
         for server in self._servers:
             server.stop()
         for pool in self._pools:

@@ -104,7 +104,15 @@ def test_the_local_stream_poller_batches_retries_bisects_and_filters_as_the_depl
         local.bisect_on_error,
     )
     assert (local.batch_size, local.max_retries) == (topology.RELAY_STREAM.batch_size, topology.RELAY_STREAM.retries)
-    assert deployed["MaximumRecordAgeInSeconds"] == 3600 * topology.RELAY_STREAM.max_record_age_hours
+    # And they drop records of the same age, and run as many batches of a shard at once
+    assert (deployed["MaximumRecordAgeInSeconds"], deployed["ParallelizationFactor"]) == (
+        local.max_record_age_seconds,
+        local.parallelization_factor,
+    )
+    assert (local.max_record_age_seconds, local.parallelization_factor) == (
+        3600 * topology.RELAY_STREAM.max_record_age_hours,
+        topology.RELAY_STREAM.parallelization_factor,
+    )
     # And they pass the same records to the relay: outbox event INSERTs only
     [pattern] = [json.loads(f["Pattern"]) for f in deployed["FilterCriteria"]["Filters"]]
     assert local.admits is not None
@@ -118,8 +126,11 @@ def test_the_local_queue_poller_takes_the_deployed_mappings_batches(resources):
     # Given the consumer's deployed event source mapping and the local runtime's queue poller
     deployed = _mapping(resources, topology.CONSUMER)
     local = events_poller(None, "url", "arn:queue", lambda event, context: {}, None)  # type: ignore[arg-type]
-    # Then they take the same batches, and the deployed one reports partial batch failures as the consumer does
+    # Then they take the same batches, as many at once, and the deployed one reports partial batch failures
+    # as the consumer does
     assert deployed["BatchSize"] == local.batch_size == topology.EVENTS_QUEUE_SOURCE.batch_size
+    concurrency = deployed["ScalingConfig"]["MaximumConcurrency"]
+    assert concurrency == local.max_concurrency == topology.EVENTS_QUEUE_SOURCE.max_concurrency
     assert deployed["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 

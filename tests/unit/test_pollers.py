@@ -1,0 +1,173 @@
+"""The local pollers run what the deployed event source mappings run (shared/topology.py): the stream
+poller drops records older than the maximum record age to the on-failure destination and runs the
+parallelization factor's batches of a shard at once, each partition key in order on one of them; the queue
+poller runs the maximum concurrency's batches at once. Over fake streams and queues, so that a record's
+age and what the handler is given are the test's; concurrency is shown by a barrier the batches must all
+reach at once (a condition waited on, not a count of tries or a timing)."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from saga.local.pollers import SqsPoller, StreamPoller
+from shared import topology
+
+# Long enough never to end a passing test on a loaded machine; it only bounds how long a failing one hangs.
+BARRIER_SECONDS = 30.0
+
+
+class FakeStreams:
+    """One shard whose records are the test's, all in one page."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self._records = records
+
+    def describe_stream(self, StreamArn: str) -> dict[str, Any]:  # noqa: N803 - boto3's parameter names
+        return {"StreamDescription": {"Shards": [{"ShardId": "shard-1"}]}}
+
+    def get_shard_iterator(self, **_: Any) -> dict[str, Any]:
+        return {"ShardIterator": "first"}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+        page, self._records = self._records[:Limit], self._records[Limit:]
+        return {"Records": page, "NextShardIterator": "next" if self._records else None}
+
+
+def stream_record(seq: int, journey: str, created: datetime) -> dict[str, Any]:
+    return {
+        "eventName": "INSERT",
+        "dynamodb": {
+            "Keys": {"pk": {"S": f"JOURNEY#{journey}"}, "sk": {"S": f"EVENT#{seq}"}},
+            "SequenceNumber": str(seq),
+            "ApproximateCreationDateTime": created,
+        },
+    }
+
+
+def test_a_stream_record_older_than_the_maximum_age_goes_to_the_on_failure_destination_not_the_relay():
+    # Given a shard holding a record older than the deployed maximum record age, then a fresh one
+    now = datetime.now(UTC)
+    old = stream_record(1, "a", now - timedelta(seconds=topology.RELAY_STREAM.max_record_age_seconds + 60))
+    fresh = stream_record(2, "a", now)
+    delivered: list[str] = []
+    failures: list[dict[str, Any]] = []
+
+    def relay(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        delivered.extend(r["dynamodb"]["SequenceNumber"] for r in event["Records"])
+        return {"batchItemFailures": []}
+
+    poller = StreamPoller(FakeStreams([old, fresh]), "arn:stream", relay, on_failure=failures.append)  # type: ignore[arg-type]
+    # When the poller reads the shard
+    poller.poll_once()
+    # Then the relay gets the fresh record only, and the old one is described to the on-failure destination
+    # as Lambda describes a discarded batch (https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html)
+    assert delivered == ["2"]
+    [failure] = failures
+    assert failure["requestContext"] == {"condition": "RecordAgeExceeded", "functionError": False}
+    info = failure["DDBStreamBatchInfo"]
+    assert (info["shardId"], info["startSequenceNumber"], info["endSequenceNumber"], info["batchSize"]) == (
+        "shard-1",
+        "1",
+        "1",
+        1,
+    )
+
+
+def test_a_record_that_ages_out_while_its_batch_is_retried_goes_to_the_on_failure_destination():
+    # Given a record the relay fails, and a maximum age it passes while it is retried
+    record = stream_record(1, "a", datetime.now(UTC))
+    failures: list[dict[str, Any]] = []
+    attempts: list[int] = []
+
+    def relay(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        attempts.append(1)
+        poller.max_record_age_seconds = -3600  # from now on, every record is too old
+        return {"batchItemFailures": [{"itemIdentifier": "1"}]}
+
+    poller = StreamPoller(FakeStreams([record]), "arn:stream", relay, on_failure=failures.append)  # type: ignore[arg-type]
+    # When the poller reads the shard
+    poller.poll_once()
+    # Then it is not retried after it aged out: one attempt, then the on-failure destination
+    assert len(attempts) == 1
+    assert [f["requestContext"]["condition"] for f in failures] == ["RecordAgeExceeded"]
+
+
+def test_the_stream_poller_runs_the_parallelization_factors_batches_of_a_shard_at_once_each_key_in_order():
+    # Given a shard holding several events of each of many journeys, interleaved
+    factor = topology.RELAY_STREAM.parallelization_factor
+    assert factor > 1
+    now = datetime.now(UTC)
+    journeys = [f"j{n}" for n in range(20)]
+    records = [stream_record(1 + i * len(journeys) + n, j, now) for i in range(3) for n, j in enumerate(journeys)]
+    # (every batch waits here until `factor` batches are in the relay at once)
+    together = threading.Barrier(factor, timeout=BARRIER_SECONDS)
+    seen: dict[str, list[int]] = defaultdict(list)
+    threads: dict[str, set[int]] = defaultdict(set)
+    lock = threading.Lock()
+
+    def relay(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        together.wait()
+        with lock:
+            for r in event["Records"]:
+                key = r["dynamodb"]["Keys"]["pk"]["S"]
+                seen[key].append(int(r["dynamodb"]["SequenceNumber"]))
+                threads[key].add(threading.get_ident())
+        return {"batchItemFailures": []}
+
+    poller = StreamPoller(FakeStreams(records), "arn:stream", relay)  # type: ignore[arg-type]
+    # When the poller reads the shard
+    assert poller.poll_once() == len(records)
+    # Then `factor` batches reached the relay at once (else the barrier broke and a batch failed), and every
+    # event was delivered once, each journey's in order, all on one lane
+    assert not together.broken
+    assert sorted(seen) == sorted(f"JOURNEY#{j}" for j in journeys)
+    assert all(seqs == sorted(seqs) and len(seqs) == 3 for seqs in seen.values())
+    assert all(len(lane) == 1 for lane in threads.values())
+
+
+class FakeQueue:
+    """A queue of the test's messages; a receive takes up to its maximum, a delete removes them."""
+
+    def __init__(self, count: int) -> None:
+        self.waiting = [{"MessageId": str(n), "ReceiptHandle": f"r{n}", "Body": "{}"} for n in range(count)]
+        self.deleted: list[str] = []
+        self._lock = threading.Lock()
+
+    def receive_message(self, MaxNumberOfMessages: int, **_: Any) -> dict[str, Any]:  # noqa: N803
+        with self._lock:
+            taken, self.waiting = self.waiting[:MaxNumberOfMessages], self.waiting[MaxNumberOfMessages:]
+        return {"Messages": taken}
+
+    def delete_message_batch(self, QueueUrl: str, Entries: list[dict[str, str]]) -> None:  # noqa: N803
+        with self._lock:
+            self.deleted.extend(e["ReceiptHandle"] for e in Entries)
+
+
+def test_the_queue_poller_applies_the_maximum_concurrencys_batches_at_once_deleting_each_ones_successes():
+    # Given a queue holding more than the maximum concurrency's batches, and a consumer that fails one
+    # message of each batch
+    concurrency, size = topology.EVENTS_QUEUE_SOURCE.max_concurrency, topology.EVENTS_QUEUE_SOURCE.batch_size
+    queue = FakeQueue(concurrency * size + 3)
+    together = threading.Barrier(concurrency, timeout=BARRIER_SECONDS)
+    batches: list[list[str]] = []
+
+    def consumer(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        together.wait()
+        ids = [r["messageId"] for r in event["Records"]]
+        batches.append(ids)
+        return {"batchItemFailures": [{"itemIdentifier": ids[0]}]}
+
+    poller = SqsPoller(queue, "url", "arn:aws:sqs:eu-west-1:1:events", consumer)  # type: ignore[arg-type]
+    # When the poller polls once
+    taken = poller.poll_once()
+    # Then it applied `concurrency` full batches at once (else the barrier broke), left the rest in the queue,
+    # and deleted every message but each batch's failed one
+    assert not together.broken
+    assert taken == concurrency * size
+    assert sorted(len(b) for b in batches) == [size] * concurrency
+    assert len(queue.waiting) == 3
+    failed = {b[0] for b in batches}
+    assert sorted(queue.deleted) == sorted(f"r{m}" for b in batches for m in b if m not in failed)
