@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -75,13 +76,17 @@ class Container:
     process: subprocess.Popen[str]
     calls_file: Path
     failures: list[str] = field(default_factory=list)
+    # One interpreter serves one invocation at a time, as a Lambda container does: pollers that run batches
+    # at once (the deployed concurrency) queue here.
+    _serving: threading.Lock = field(default_factory=threading.Lock)
 
     def invoke(self, event: dict[str, Any], context: Any = None) -> Any:
         stdin, stdout = self._pipes()
         try:
-            stdin.write(json.dumps(event, default=_epoch_seconds) + "\n")
-            stdin.flush()
-            answer = json.loads(stdout.readline())
+            with self._serving:
+                stdin.write(json.dumps(event, default=_epoch_seconds) + "\n")
+                stdin.flush()
+                answer = json.loads(stdout.readline())
         except (TypeError, ValueError, OSError) as error:  # a poller would swallow it: keep it
             self.failures.append(f"{type(error).__name__}: {error}")
             raise
