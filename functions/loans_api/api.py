@@ -52,6 +52,8 @@ Origin = Annotated[
     str | None,
     Header(
         alias=ORIGIN_HEADER,
+        # Documented, and checked by read_origin (400 origin-request-id-invalid, not a 422 of the framework's).
+        json_schema_extra={"pattern": ID_PATTERN},
         description="Optional: the caller's id of the request this attempt belongs to (the same on each retry): "
         "1..64 letters, digits and dashes, else 400 origin-request-id-invalid. "
         "The receipt records it, and a replay answers it back in the same header, so the caller can tell its own "

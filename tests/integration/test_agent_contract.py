@@ -14,6 +14,8 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
 
 from saga import bedrock_export
+from shared.idempotency import ORIGIN_HEADER
+from shared.loan_terms import ID_PATTERN
 from tests.support import ApiClient, json_of
 
 if TYPE_CHECKING:
@@ -161,3 +163,14 @@ def test_every_link_names_an_operation_of_the_document_at_its_path_and_its_body_
         assert link.get("requestSchema") == (body["$ref"] if body else None)
         # and the exact body it carries (all but simulate's, which the agent chooses) is valid against it
         assert ("body" in link) is (link["name"] != "simulate")
+
+
+def test_loans_api_documents_the_origin_request_id_it_accepts(loans_api):
+    # Given loans-api's served document, Then every write declares the Origin-Request-Id it accepts (an id), so a
+    # client generated from it, or a fuzzer, never sends one the 400 origin-request-id-invalid refuses
+    document = served(loans_api)
+    for path in ("/simulations", "/acceptances", "/disbursements"):
+        parameters = document["paths"][path]["post"]["parameters"]
+        [origin] = [p for p in parameters if p["name"].lower() == ORIGIN_HEADER.lower()]
+        # JSON Schema's `pattern` applies to strings wherever it stands, beside the anyOf of string and null too
+        assert origin["schema"]["pattern"] == ID_PATTERN, origin["schema"]
