@@ -37,6 +37,8 @@ def unbroken(last: LoanEvent, newest: list[Entry]) -> list[Entry]:
     no order DynamoDB promises) hides what it ended, so no event older than it can say its own status."""
     run: list[Entry] = []
     for entry in newest:
+        if entry.event.seq > last.seq:  # committed after the item was read: the next state's, not this one's
+            continue
         if entry.event.seq != last.seq - len(run):
             break
         run.append(entry)

@@ -76,6 +76,8 @@ class DynamoLoanStore:
             broken = False
             for found in page.get("Items", []):
                 entry = _entry(found)
+                if entry is not None and entry.event.seq > last.seq:
+                    continue  # committed between the item's read and this query: the next state's (history.unbroken)
                 # An unreadable event or a hole in the seqs ends the window there (history.unbroken).
                 if entry is None or entry.event.seq != last.seq - len(newest):
                     broken = True

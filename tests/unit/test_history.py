@@ -170,6 +170,20 @@ def test_a_window_with_a_hole_lists_only_what_follows_the_hole_and_names_every_k
     assert sorted(truth.olderOmitted) == ["acceptances", "events", "simulations"]
 
 
+@settings(max_examples=200, deadline=None)
+@given(commands=COMMANDS, later=st.integers(min_value=1, max_value=5))
+def test_events_committed_after_the_journey_item_was_read_are_left_to_the_next_read(commands, later):
+    # Given a journey's item read at one event, and `later` commands committed before its events are queried
+    _, entries, _ = _run(commands)
+    if later >= len(entries):
+        return
+    item_event = entries[later].event
+    # When the truth is derived from that item and a window that already holds the later events
+    truth = history.truth(item_event, entries)
+    # Then it is the truth at the item's event: the later events neither break the window nor are listed
+    assert truth == history.truth(item_event, entries[later:])
+
+
 def test_the_disbursement_is_read_from_the_journey_item():
     # Given a disbursed journey
     ledger, _, old = _run(["simulate", "accept", "disburse"])
