@@ -180,7 +180,12 @@ def read_log(log_path: str | None) -> str:
         return log.read()
 
 
-def stop_local(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 20) -> int:
+# How long a stop may take before it is called hung: a hang guard, not a speed check (a stop takes ~2 s
+# here, 5 on a loaded machine; every part of it winds down in parallel, saga/local/runtime.py).
+STOP_PATIENCE = 120.0
+
+
+def stop_local(process: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = STOP_PATIENCE) -> int:
     process.send_signal(sig)
     try:
         return process.wait(timeout=timeout)

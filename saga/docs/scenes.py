@@ -106,6 +106,10 @@ def dlq_holds(count: int) -> Callable[[Runtime, Shell], bool]:
 # -- the MCP session of docs/AGENTS.md ---------------------------------------------------------------
 
 
+# How many times the scene repeats a call refused as retryable before it gives up.
+RETRIES = 5
+
+
 def mcp_session(runtime: Runtime, _: Shell) -> str:
     """One journey driven with the `mcp` SDK's ClientSession over stdio: each call, the first line of
     its result and its `_meta`; the full record once; the journey as a resource at the end."""
@@ -114,6 +118,8 @@ def mcp_session(runtime: Runtime, _: Shell) -> str:
 
 async def _mcp_session(api_url: str) -> str:
     from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    from saga.openapi_tools import KEY_ARGUMENT
 
     lines: list[str] = []
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
@@ -126,8 +132,21 @@ async def _mcp_session(api_url: str) -> str:
             tools = (await session.list_tools()).tools
             lines.append("tools: " + ", ".join(tool.name for tool in tools))
 
-            async def call(name: str, arguments: dict[str, Any]) -> Any:
-                result = await session.call_tool(name, arguments)
+            async def call(name: str, arguments: dict[str, Any], refused: bool = False) -> Any:
+                """One tool call as the transcript shows it. A retryable error (the machine too loaded for an
+                answer in time) is repeated with the key it names, as its guidance tells the model, and only
+                the answer is shown; an answer the scene does not expect (`refused`: an error) fails it."""
+                sent = arguments
+                for _ in range(RETRIES):
+                    result = await session.call_tool(name, sent)
+                    content = result.structured_content or {}
+                    if not (result.is_error and content.get("retryable")):
+                        break
+                    sent = {**arguments, KEY_ARGUMENT: content.get(KEY_ARGUMENT) or sent.get(KEY_ARGUMENT)}
+                    print(f"scene: {name} was refused as retryable; again: {json.dumps(content)}", file=sys.stderr)
+                    await anyio.sleep(1)
+                if result.is_error != refused:
+                    raise AssertionError(f"{name} {json.dumps(sent)} answered: {json.dumps(result.structured_content)}")
                 lines.append(f"> {name} {json.dumps(arguments)}")
                 text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
                 lines.append(f"< {text.splitlines()[0] if text else ''}{'  [isError]' if result.is_error else ''}")
@@ -137,7 +156,7 @@ async def _mcp_session(api_url: str) -> str:
             created = await call("createJourney", {"customerId": "c-42"})
             journey = created["record"]["journeyId"]
             lines.append(json.dumps(created["record"], indent=2))
-            await call("disburseLoan", {"journeyId": journey})
+            await call("disburseLoan", {"journeyId": journey}, refused=True)
             # The model's own key for this quote (a fresh one per run: keys are the caller's, across journeys).
             quote = {"journeyId": journey, "amount": 10000, "termMonths": 36, "idempotencyKey": f"quote-{uuid.uuid4()}"}
             simulated = await call("simulateLoan", quote)
@@ -145,7 +164,7 @@ async def _mcp_session(api_url: str) -> str:
             accept = _link_body(simulated["record"], "accept")
             accepted = await call("acceptSimulation", {"journeyId": journey, **accept})
             await call("disburseLoan", {"journeyId": journey, **_link_body(accepted["record"], "disburse")})
-            await call("cancelJourney", {"journeyId": journey})
+            await call("cancelJourney", {"journeyId": journey}, refused=True)
             resource = await session.read_resource(f"journey://{journey}")
             record = json.loads(resource.contents[0].text)  # type: ignore[union-attr]
             lines.append(
