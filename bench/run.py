@@ -26,7 +26,6 @@ os.environ.update(
 import argparse
 import json
 import platform
-import socket
 import sys
 import tempfile
 import time
@@ -44,6 +43,7 @@ from bench.meter import Meter
 from functions.orchestrator.settings import OrchestratorSettings
 from infra import packaging
 from saga.local.moto_server import MotoServer
+from saga.local.ports import free_port
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from shared import topology
 
@@ -83,7 +83,7 @@ def measure(smoke: bool) -> dict[str, Any]:
         moto.stop()
     cold = cold_start_ms(2 if smoke else 20)
     guard = input_guard(1 if smoke else 15)
-    config = RuntimeConfig(port=_free(), loans_port=_free(), aws_port=_free())
+    config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port())
     runtime = LocalRuntime(config).start()
     try:
         api, loans_api = f"http://127.0.0.1:{config.port}", f"http://127.0.0.1:{config.loans_port}"
@@ -140,12 +140,6 @@ def asset_bytes() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         packaging.copy_app(Path(tmp))
         return sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
-
-
-def _free() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import urllib3
 from saga.faultproxy.client import ToxiproxyClient
 from saga.faultproxy.server import FaultProxyServer
 from saga.links import naming
+from saga.local.ports import free_port
 
 T = TypeVar("T")
 LOANS_PROXY = "loans-api"
@@ -43,12 +43,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float = PATIENCE, interval: 
         if value or time.monotonic() > deadline:
             return value
         time.sleep(interval)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

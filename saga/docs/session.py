@@ -8,7 +8,6 @@ import contextlib
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,17 +19,13 @@ from pathlib import Path
 
 import urllib3
 
+from saga.local.ports import free_port
+
 # What `make run` listens on (saga/cli_servers.py's defaults), as the docs show it.
 DEFAULT_PORTS = {"orchestrator": 3000, "loans-api": 3001, "aws": 4566}
 READY_SECONDS = 120.0
 COMMAND_SECONDS = 120.0
 _SENTINEL = "__saga_docs_done__"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -57,7 +52,7 @@ class Runtime:
 def local_runtime() -> Iterator[Runtime]:
     """`saga local` until the block ends (stopped with SIGINT, as Ctrl-C stops it)."""
     folder = Path(tempfile.mkdtemp(prefix="saga-docs-"))
-    ports = {name: _free_port() for name in DEFAULT_PORTS}
+    ports = {name: free_port() for name in DEFAULT_PORTS}
     state_file, log_path = folder / "local.json", folder / "local.log"
     command = [
         sys.executable, "-m", "saga.cli", "local", "--port", str(ports["orchestrator"]),
