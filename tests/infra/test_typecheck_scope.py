@@ -8,7 +8,6 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SKIPPED = ("aws_cdk.*",)
 
 
 def _imported_cdk_modules() -> set[str]:
@@ -30,5 +29,5 @@ def test_mypy_follows_exactly_the_cdk_modules_the_code_imports():
     overrides = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["overrides"]
     followed = {m for o in overrides if o.get("follow_imports") == "normal" for m in o["module"]}
     skipped = {m for o in overrides if o.get("follow_imports") == "skip" for m in o["module"]}
-    assert skipped == set(SKIPPED)
-    assert followed == _imported_cdk_modules()
+    assert "aws_cdk.*" in skipped
+    assert {m for m in followed if m.split(".")[0] == "aws_cdk"} == _imported_cdk_modules()
