@@ -21,7 +21,7 @@ import urllib3
 from saga.faultproxy.client import ToxiproxyClient
 from saga.faultproxy.server import FaultProxyServer
 from saga.links import naming
-from saga.local.ports import free_port
+from saga.local.ports import free_port as free_port  # noqa: PLC0414 - re-exported: tests import it from here
 
 T = TypeVar("T")
 LOANS_PROXY = "loans-api"
