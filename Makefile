@@ -100,7 +100,8 @@ chaos: install ## faults at real boundaries (also part of `make test`)
 	$(BIN)/pytest -s tests/chaos
 
 # N journeys (default 1,000) by M agents (default 16) on shared journeys, every fault at once; the
-# ledger is printed and appended to docs/RELIABILITY.md. `make test` runs the same soak with 100.
+# ledger is printed and appended to docs/RELIABILITY.md. `make test` runs the same soak with 16 (what that
+# still proves: tests/chaos/test_soak.py's docstring).
 N ?= 1000
 M ?= 16
 soak: install ## the soak: N journeys, M conflicting agents, lost replies, AWS faults, crashes (11-16 min here)

@@ -140,33 +140,61 @@ class Agents:
             self.tally.violations.append(what)
 
 
-def script(index: int, rng: random.Random) -> list[list[Command]]:
+# What the scripts make agents race on: `script` names each race it puts in a journey's script, and the
+# soak checks that its journeys' scripts hold every one (a smaller SOAK_JOURNEYS must still cover them).
+RACES = frozenset({
+    "keyed simulate sent twice at once", "unkeyed simulate sent twice at once", "one key, two bodies at once",
+    "re-simulate against accept", "accepts at once", "disbursements at once", "cancels at once",
+    "disburse against cancel", "cancel against simulate", "disburse against simulate",
+    "keyed simulate repeated later, with a disburse", "keyed simulate repeated later, with a cancel",
+})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Script:
+    """One journey's bursts (after its creation), and the races they hold (RACES)."""
+
+    bursts: list[list[Command]]
+    races: frozenset[str]
+
+
+def script(index: int, rng: random.Random) -> Script:
     """A random script of bursts for one journey (after its creation)."""
+    races: set[str] = set()
 
     def simulate(keyed: bool, tag: str) -> Command:
         body = {"amount": rng.choice([1000, 5000, 12000, 20000]), "termMonths": rng.choice([12, 24, 36])}
         return Command("simulate", body, f"sim-{index}-{tag}" if keyed else None)
 
+    def burst(commands: list[Command], race: str) -> list[Command]:
+        if len(commands) > 1:
+            races.add(race)
+        return commands
+
     first = simulate(rng.random() < 0.6, "a")
-    bursts = [[first] * rng.randint(1, 2)]  # the same keyed (or unkeyed) simulate, at once
+    # the same keyed (or unkeyed) simulate, at once
+    bursts = [burst([first] * rng.randint(1, 2), f"{'keyed' if first.key else 'unkeyed'} simulate sent twice at once")]
     if first.key and rng.random() < 0.3:  # same key, another body, at the same moment
-        other = Command("simulate", {**(first.body or {}), "amount": 777}, first.key)
-        bursts[0].append(other)
+        bursts[0].append(Command("simulate", {**(first.body or {}), "amount": 777}, first.key))
+        races.add("one key, two bodies at once")
     if rng.random() < 0.5:  # a re-simulate racing an accept
-        bursts.append([simulate(rng.random() < 0.5, "b"), Command("accept")])
-    bursts.append([Command("accept")] * rng.randint(1, 3))
+        bursts.append(burst([simulate(rng.random() < 0.5, "b"), Command("accept")], "re-simulate against accept"))
+    bursts.append(burst([Command("accept")] * rng.randint(1, 3), "accepts at once"))
     ending = rng.choice(["disburse", "cancel", "disburse+cancel", "cancel+simulate", "disburse+simulate"])
     endings = {
-        "disburse": [Command("disburse")] * rng.randint(1, 3),
-        "cancel": [Command("cancel")] * rng.randint(1, 3),
-        "disburse+cancel": [Command("disburse"), Command("cancel")],
-        "cancel+simulate": [Command("cancel"), simulate(False, "c")],
-        "disburse+simulate": [Command("disburse"), simulate(True, "d")],
+        "disburse": ([Command("disburse")] * rng.randint(1, 3), "disbursements at once"),
+        "cancel": ([Command("cancel")] * rng.randint(1, 3), "cancels at once"),
+        "disburse+cancel": ([Command("disburse"), Command("cancel")], "disburse against cancel"),
+        "cancel+simulate": ([Command("cancel"), simulate(False, "c")], "cancel against simulate"),
+        "disburse+simulate": ([Command("disburse"), simulate(True, "d")], "disburse against simulate"),
     }
-    bursts.append(endings[ending])
+    bursts.append(burst(*endings[ending]))
     if rng.random() < 0.3:  # an agent that repeats itself later: a keyed repeat, a disburse, a cancel
-        bursts.append([first, Command(rng.choice(["disburse", "cancel"]))])
-    return bursts
+        later = rng.choice(["disburse", "cancel"])
+        bursts.append([first, Command(later)])
+        if first.key:
+            races.add(f"keyed simulate repeated later, with a {later}")
+    return Script(bursts, frozenset(races))
 
 
 class VersionSampler:

@@ -5,8 +5,10 @@ nothing is applied twice. Chaos on road 2 (crashes, poison) is in test_road_two_
 
 from __future__ import annotations
 
+import json
 import random
 import time
+import uuid
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -15,7 +17,7 @@ from functions.orchestrator.settings import OrchestratorSettings
 from saga.links import naming
 from saga.ops.journeys import compare
 from tests.chaos.journeys import drained, journey, record_of
-from tests.system import LOANS_PROXY, STALL_SECONDS, Progress, System, running_system
+from tests.system import LOANS_PROXY, STALL_SECONDS, Progress, System
 
 SIMULATE = {"amount": 10000, "termMonths": 36}
 FIRST_BACKOFF = 1.0
@@ -134,8 +136,9 @@ class Agent:
     """A scripted agent: retries a retryable error, as an LLM told `retryable: true` would, while the
     agents make progress (tests/system.py's Progress: never a count of tries, which depends on the load)."""
 
-    def __init__(self, system: System, stats: Counter[str], versions: dict[str, list[int]]) -> None:
+    def __init__(self, system: System, stats: Counter[str], versions: dict[str, list[int]], keys: str) -> None:
         self.system = system
+        self.keys = keys  # the agents' keys are this run's alone (the system is shared with other tests)
         self.stats = stats
         self.versions = versions
         self.progress = Progress()
@@ -159,7 +162,9 @@ class Agent:
         raise AssertionError(f"{method} {path} kept failing, and no agent got an answer for {STALL_SECONDS} s")
 
     def run(self, index: int) -> str:
-        record = self.call("POST", "/journeys", {"customerId": f"c-{index}"}, Idempotency_Key=f"create-{index}")
+        record = self.call(
+            "POST", "/journeys", {"customerId": f"c-{index}"}, Idempotency_Key=f"{self.run}-create-{index}"
+        )
         jid = record["journeyId"]
         record = self.call("POST", f"/journeys/{jid}/simulate", {"amount": 1000 + index, "termMonths": 12})
         if index % 3 == 0:
@@ -175,45 +180,49 @@ class Agent:
         return str(jid)
 
 
-def test_8_fifty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_double_nothing(capsys):
+def test_8_fifty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_double_nothing(
+    system, clean_proxy, capsys
+):
+    # (on the session's system: what it asserts is about its own journeys, whatever other tests left there)
     random.seed(8)
-    with running_system() as system:
-        cut_replies(system, toxicity=0.2)
-        stats: Counter[str] = Counter()
-        versions: dict[str, list[int]] = defaultdict(list)
-        agent = Agent(system, stats, versions)
-        started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=10) as pool:
-            journeys = list(pool.map(agent.run, range(50)))
-        elapsed = time.monotonic() - started
-        injected = system.toxiproxy.toxic(LOANS_PROXY, "cut").get("applied", "n/a (real Toxiproxy)")
-        system.toxiproxy.reset()
-        report = drained(system)
-        disagreements, disbursed, cancelled, duplicates, lost = [], 0, 0, 0, 0
-        for index, jid in enumerate(journeys):
-            record, truth = record_of(system, jid), system.truth(jid)
-            verdict = compare(record, truth)
-            if not verdict["agree"]:
-                disagreements.append((jid, verdict["differences"]))
-            disbursed += truth["disbursement"] is not None
-            cancelled += truth["state"] == "cancelled"
-            assert [e["type"] for e in truth["events"]].count("LoanDisbursed") <= 1
-            # What the agent asked for, in loans-api events: anything more is a duplicate, less is lost
-            expected = (2 if index % 3 == 0 else 1) + 1 + 1  # simulate(s), accept, then cancel or disburse
-            duplicates += max(0, truth["seq"] - expected)
-            lost += max(0, expected - truth["seq"])
-            seen = versions[jid]
-            assert seen == sorted(seen), (jid, seen)  # the record's version never goes back
-            assert record["version"] >= max(seen)
-        assert disagreements == []
-        assert (duplicates, lost) == (0, 0)
-        if isinstance(injected, int):
-            assert injected > 10, "the fault proxy should have cut about one reply in five"
-        assert report["outbox"]["pending"] == 0
-        assert report["queues"]["eventsDlq"]["visible"] == 0
-        assert (disbursed, cancelled) == (40, 10)
-        figures = {"journeys": len(journeys), "disbursed": disbursed, "cancelled": cancelled,
-                   "replies cut": injected, "agent calls": sum(stats.values()), "agent 503s": stats["http 503"],
-                   "duplicates": duplicates, "lost": lost, "seconds": round(elapsed, 1)}  # fmt: skip
+    cut_replies(system, toxicity=0.2)
+    stats: Counter[str] = Counter()
+    versions: dict[str, list[int]] = defaultdict(list)
+    agent = Agent(system, stats, versions, keys=str(uuid.uuid4()))
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        journeys = list(pool.map(agent.run, range(50)))
+    elapsed = time.monotonic() - started
+    injected = system.toxiproxy.toxic(LOANS_PROXY, "cut").get("applied", "n/a (real Toxiproxy)")
+    system.toxiproxy.reset()
+    report = drained(system)
+    disagreements, disbursed, cancelled, duplicates, lost = [], 0, 0, 0, 0
+    for index, jid in enumerate(journeys):
+        record, truth = record_of(system, jid), system.truth(jid)
+        verdict = compare(record, truth)
+        if not verdict["agree"]:
+            disagreements.append((jid, verdict["differences"]))
+        disbursed += truth["disbursement"] is not None
+        cancelled += truth["state"] == "cancelled"
+        assert [e["type"] for e in truth["events"]].count("LoanDisbursed") <= 1
+        # What the agent asked for, in loans-api events: anything more is a duplicate, less is lost
+        expected = (2 if index % 3 == 0 else 1) + 1 + 1  # simulate(s), accept, then cancel or disburse
+        duplicates += max(0, truth["seq"] - expected)
+        lost += max(0, expected - truth["seq"])
+        seen = versions[jid]
+        assert seen == sorted(seen), (jid, seen)  # the record's version never goes back
+        assert record["version"] >= max(seen)
+    assert disagreements == []
+    assert (duplicates, lost) == (0, 0)
+    if isinstance(injected, int):
+        assert injected > 10, "the fault proxy should have cut about one reply in five"
+    assert report["outbox"]["pending"] == 0
+    code, listed = system.saga("dlq", "list", "--json")
+    assert code == 0, listed
+    assert [m for m in json.loads(listed) if m.get("journeyId") in set(journeys)] == []
+    assert (disbursed, cancelled) == (40, 10)
+    figures = {"journeys": len(journeys), "disbursed": disbursed, "cancelled": cancelled,
+               "replies cut": injected, "agent calls": sum(stats.values()), "agent 503s": stats["http 503"],
+               "duplicates": duplicates, "lost": lost, "seconds": round(elapsed, 1)}  # fmt: skip
     with capsys.disabled():
         print(f"\nchaos 8: {figures}")

@@ -6,13 +6,16 @@ Numbered as in docs/RELIABILITY.md's chaos table."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from functions.loans_api.domain import new_id
+from saga.local.ports import free_port
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from saga.ops.journeys import compare
 from shared import aws, tables
@@ -20,8 +23,8 @@ from shared.control_record import new_control_record
 from shared.control_store import control_item
 from shared.events import LoanEvent
 from tests.chaos.journeys import journey, record_of
-from tests.crashes import ConsumerDiesMidBatch, RelayDiesAfterPublish, once
-from tests.system import System, free_port
+from tests.crashes import ConsumerDiesMidBatch, RelayDiesAfterPublish
+from tests.system import System
 
 SIMULATE = {"amount": 10000, "termMonths": 36}
 
@@ -29,25 +32,57 @@ SIMULATE = {"amount": 10000, "termMonths": 36}
 # -- 5, 6: the relay and the consumer die at the worst moment ---------------------------------
 
 
-@pytest.fixture
-def hooked() -> Iterator[tuple[System, RelayDiesAfterPublish, ConsumerDiesMidBatch]]:
-    """An in-process `saga local` whose relay and consumer die once each."""
+class Armed:
+    """A strike the test arms: the first time asked after `arm()`, and never otherwise."""
+
+    def __init__(self) -> None:
+        self._armed = False
+        self._lock = threading.Lock()
+
+    def arm(self) -> None:
+        with self._lock:
+            self._armed = True
+
+    def __call__(self) -> bool:
+        with self._lock:
+            armed, self._armed = self._armed, False
+        return armed
+
+
+@dataclass
+class Hooked:
+    system: System
+    relay: RelayDiesAfterPublish
+    consumer: ConsumerDiesMidBatch
+    relay_dies: Armed
+    consumer_dies: Armed
+
+
+# One runtime for 5 and 6 (a start and a stop cost ~10 s each on a loaded machine): each test arms the one
+# crash it is about, so neither sees the other's; the same worker runs both (--dist loadgroup).
+ONE_RUNTIME = pytest.mark.xdist_group("tests/chaos/test_road_two_chaos.py::hooked")
+
+
+@pytest.fixture(scope="module")
+def hooked() -> Iterator[Hooked]:
+    """An in-process `saga local` whose relay and consumer die when a test arms them."""
     holders: dict[str, Any] = {}
+    relay_dies, consumer_dies = Armed(), Armed()
 
     def wrap_publisher(inner: Any) -> Any:
-        holders["relay"] = RelayDiesAfterPublish(inner, once())
+        holders["relay"] = RelayDiesAfterPublish(inner, relay_dies)
         return holders["relay"]
 
     def wrap_consumer(inner: Any) -> Any:
-        holders["consumer"] = ConsumerDiesMidBatch(inner, once())
+        holders["consumer"] = ConsumerDiesMidBatch(inner, consumer_dies)
         return holders["consumer"]
 
     config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port(),
                            relay_publisher_wrapper=wrap_publisher, consumer_wrapper=wrap_consumer)  # fmt: skip
     runtime = LocalRuntime(config).start()
     try:
-        yield (System(config.port, config.loans_port, config.aws_port, 0, None),  # type: ignore[arg-type]
-               holders["relay"], holders["consumer"])  # fmt: skip
+        system = System(config.port, config.loans_port, config.aws_port, 0, None)  # type: ignore[arg-type]
+        yield Hooked(system, holders["relay"], holders["consumer"], relay_dies, consumer_dies)
     finally:
         runtime.stop()
 
@@ -64,9 +99,12 @@ def commit_directly(system: System, jid: str) -> list[dict[str, Any]]:
     return [simulation, acceptance]
 
 
+@ONE_RUNTIME
 def test_5_the_relay_killed_between_publish_and_mark_republishes_and_the_consumer_dedups(hooked):
-    system, relay, consumer = hooked
+    system, relay, consumer = hooked.system, hooked.relay, hooked.consumer
     jid = journey(system)
+    crashes = relay.crashes
+    hooked.relay_dies.arm()  # the relay dies once, after publishing this simulation's event
     status, record = system.api("POST", f"/journeys/{jid}/simulate", SIMULATE)
     assert (status, record["version"]) == (200, 1)
 
@@ -74,15 +112,18 @@ def test_5_the_relay_killed_between_publish_and_mark_republishes_and_the_consume
         return {e["status"] for e in system.truth(jid)["events"]} == {"NOTIFIED"}
 
     assert system.wait_for(notified), "the outbox item never became NOTIFIED"
-    assert relay.crashes == 1
+    assert relay.crashes == crashes + 1
     event_id = system.truth(jid)["events"][0]["eventId"]
     assert system.wait_for(lambda: consumer.deliveries[event_id] >= 2), "not republished"
     assert record_of(system, jid)["version"] == 1, "the second delivery must be a no-op"
 
 
+@ONE_RUNTIME
 def test_6_the_consumer_killed_mid_batch_gets_its_batch_again_and_converges(hooked):
-    system, _, consumer = hooked
+    system, consumer = hooked.system, hooked.consumer
     jid = journey(system)
+    crashes = consumer.crashes
+    hooked.consumer_dies.arm()  # the consumer dies once, halfway through the batch of this journey's events
     replies = commit_directly(system, jid)  # road 1 never ran: only road 2 can apply these
 
     def converged() -> Any:
@@ -91,7 +132,7 @@ def test_6_the_consumer_killed_mid_batch_gets_its_batch_again_and_converges(hook
 
     record = system.wait_for(converged)
     assert record, "the record never reached the truth"
-    assert consumer.crashes == 1
+    assert consumer.crashes == crashes + 1
     assert record["lastAppliedEventId"] == replies[-1]["eventId"]
     assert record["version"] <= len(replies)  # each event applied at most once (the newest may skip older)
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from botocore.exceptions import ClientError, ReadTimeoutError
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
 from saga.local.apigw import LambdaContextStub, proxy_event
 from shared import errors, problems
@@ -45,11 +45,21 @@ def client_error(code: str, status: int) -> ClientError:
     "error",
     [
         ReadTimeoutError(endpoint_url="https://dynamodb"),
+        # (a loaded machine's moto server was seen to time out a connect: the soak's keyless simulates got a 500)
+        ConnectTimeoutError(endpoint_url="https://dynamodb"),
+        EndpointConnectionError(endpoint_url="https://dynamodb"),
         client_error("ThrottlingException", 400),
         client_error("ProvisionedThroughputExceededException", 400),
         client_error("InternalServerError", 500),
     ],
-    ids=["read-timeout", "throttling", "throughput-exceeded", "internal-server-error"],
+    ids=[
+        "read-timeout",
+        "connect-timeout",
+        "connection-refused",
+        "throttling",
+        "throughput-exceeded",
+        "internal-server-error",
+    ],
 )
 def test_an_aws_call_that_failed_transiently_is_503_retryable(error):
     status, problem = answer_when_the_route_raises(error)
