@@ -8,10 +8,12 @@ requests up. So each API's handler runs in its own pool of single-threaded worke
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -44,12 +46,24 @@ def _end_with(parent_pid: int) -> None:
     threading.Thread(target=watch, name="end-with-runtime", daemon=True).start()
 
 
+def _end_at_once() -> None:
+    """A container asked to stop ends as a Lambda container does, without tearing its interpreter down:
+    on a loaded machine unloading what the function imported took ~0.7 s a container, and with 16 of them
+    that was most of `saga local`'s stop. Registered before the function's entry is imported, it runs after
+    every exit handler that import registers (atexit is last-in first-out); those registered earlier, as
+    logging's, do not run, so it flushes what was written itself."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def _start_container(entry: str, environment: dict[str, str], parent_pid: int) -> None:
     """Worker initializer: the function's environment, then its Lambda entry point imported, as a
     Lambda container's init does (the entry builds its composition root on the first invocation)."""
     global _handler  # noqa: PLW0603 - one handler per worker process, like a Lambda container
     _end_with(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runtime stops its containers itself
+    atexit.register(_end_at_once)
     # Locally metrics are off (no CloudWatch); the entry's log_metrics would warn on every invocation.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     os.environ.update(environment)
