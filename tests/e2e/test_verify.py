@@ -21,7 +21,7 @@ from saga.local.runtime import LocalRuntime, RuntimeConfig
 from shared import aws
 from shared.capacity import DEFAULT_CAPACITY
 from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
-from tests.system import free_port
+from tests.system import PATIENCE, free_port
 
 if TYPE_CHECKING:
     from mypy_boto3_apigateway import APIGatewayClient
@@ -59,7 +59,8 @@ class Deployment:
         """`saga verify ARGS` as a user runs it, against this machine's endpoint."""
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
         environment["AWS_ENDPOINT_URL"] = self.endpoint
-        command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", "20", *args]
+        wait = str(PATIENCE)  # a bound on road 2 and the alarm topic, generous: each check ends once it holds
+        command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", wait, *args]
         return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=180, check=False)
 
     def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
