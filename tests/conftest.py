@@ -46,6 +46,7 @@ ONE_WORKER = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook names each item by them)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         group = next((name for prefix, name in ONE_WORKER.items() if item.nodeid.startswith(prefix)), None)
