@@ -31,15 +31,25 @@ if os.environ.get("CI"):
 
 import pytest  # noqa: E402
 
-# `make test` runs on every core (pytest-xdist, --dist loadgroup); the tests that share an expensive fixture
-# run on one worker, which builds it once: tests/infra the stack's two synthesized templates, and each
-# module below its own deployment or system (a module-scoped fixture).
-ONE_WORKER = ("tests/infra/", "tests/e2e/test_verify.py", "tests/e2e/test_operator.py", "tests/chaos/test_fuzz.py")
+# `make test` runs on every core (pytest-xdist, --dist loadgroup), which spreads a module's tests over the
+# workers: the tests that share an expensive fixture run on one worker (a group), which builds it once:
+# tests/infra the stack's two synthesized templates, the docs' transcripts one run of every scene, the two
+# operator suites their consumer-less runtime (tests/e2e/road2_off.py), and each other module below its own
+# deployment or system (a module-scoped fixture).
+ONE_WORKER = {
+    "tests/infra/": "infra",
+    "tests/e2e/test_verify.py": "verify",
+    "tests/e2e/test_operator.py": "road2-off",
+    "tests/e2e/test_attack_operator.py": "road2-off",
+    "tests/e2e/test_docs_transcripts.py": "docs",
+    "tests/chaos/test_fuzz.py": "fuzz",
+}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook names each item by them)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        group = next((prefix for prefix in ONE_WORKER if item.nodeid.startswith(prefix)), None)
+        group = next((name for prefix, name in ONE_WORKER.items() if item.nodeid.startswith(prefix)), None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
 

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import urllib3
 
@@ -23,7 +23,11 @@ from saga.faultproxy.server import FaultProxyServer
 from saga.links import naming
 from saga.local import ports
 
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
 T = TypeVar("T")
+free_port = ports.free_port  # the tests' own servers' ports, as the runtimes': saga/local/ports.py
 LOANS_PROXY = "loans-api"
 # How long a wait for what the system does in a second or two may last before it fails: generous, since a
 # wait ends as soon as its condition holds, and a loaded machine (2 cores, shared) is slow, not wrong.
@@ -227,6 +231,17 @@ def wait_draining(read: Callable[[], T], remaining: Callable[[T], int], stall_se
         elif time.monotonic() - moved > stall_seconds:
             raise AssertionError(f"not draining: {left} left, none done for {stall_seconds:.0f} s: {value}")
         time.sleep(interval)
+
+
+def queued(sqs: SQSClient, url: str) -> int:
+    """The messages in a queue, visible or in flight: a cheap look before a `saga` command that reads it (each
+    costs a second of a new interpreter's start), for a wait that would otherwise run the command per look."""
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return int(attributes.get("ApproximateNumberOfMessages", "0")) + int(
+        attributes.get("ApproximateNumberOfMessagesNotVisible", "0")
+    )
 
 
 def start_system() -> tuple[System, FaultProxyServer | None]:

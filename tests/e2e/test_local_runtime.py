@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from saga.ops.journeys import compare
-from tests.system import LOANS_PROXY, PATIENCE, free_port, read_log, start_local, stop_local
+from tests.system import LOANS_PROXY, free_port, queued, read_log, start_local, stop_local
 
 
 def new_journey(system) -> dict:
@@ -91,12 +91,15 @@ def test_a_poison_message_shows_in_dlq_list_and_a_redrive_dry_run_leaves_it_ther
 
     sqs = aws.client("sqs", "us-east-1", system.aws_url)
     queue = sqs.get_queue_url(QueueName=tables.EVENTS_QUEUE.local_name)["QueueUrl"]
+    dlq = sqs.get_queue_url(QueueName=tables.EVENTS_DLQ.local_name)["QueueUrl"]
+    before = queued(sqs, dlq)
     sqs.send_message(QueueUrl=queue, MessageBody="this is not an event")
 
     def in_dlq():
         code, out = system.saga("dlq", "list", "--json")
         return [e for e in json.loads(out) if e["reason"] == "not JSON"] if code == 0 else None
 
+    system.wait_for(lambda: queued(sqs, dlq) > before)  # (looked at in SQS first: a listing costs a second)
     entries = system.wait_for(in_dlq, interval=0.5)
     assert entries, "the poison message never reached the DLQ"
     assert entries[0]["receiveCount"] >= 3
@@ -116,21 +119,6 @@ def test_saga_demo_disburses_a_journey_and_journey_show_says_it_agrees(system, c
     code, out = system.saga("journey", "show", journey_id)
     assert code == 0, out
     assert "agree: yes" in out
-
-
-def test_status_exits_non_zero_when_the_system_is_unreachable():
-    from subprocess import run
-    from sys import executable
-
-    done = run(
-        [executable, "-m", "saga.cli", "status", "--endpoint-url", f"http://127.0.0.1:{free_port()}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode != 0
-    assert "cannot reach" in done.stderr
 
 
 def test_saga_local_becomes_ready_and_stops_cleanly_on_sigterm(tmp_path):
@@ -163,25 +151,3 @@ def test_twenty_concurrent_requests_with_one_key_make_one_simulation(system, cle
     truth = system.truth(journey_id)
     assert len(truth["simulations"]) == 1
     assert len(truth["events"]) == 1
-
-
-def test_stopping_leaves_no_stray_processes(tmp_path):
-    import subprocess
-
-    process, _ = start_local(free_port(), free_port(), free_port(), log_path=str(tmp_path / "local.log"))
-    children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True, check=False)
-    pids = [int(pid) for pid in children.stdout.split()]
-    assert pids, "the runtime's function containers should be running"
-    assert stop_local(process, signal.SIGINT) == 0
-
-    def alive(pid: int) -> bool:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                return stat.read().split(") ")[1][0] != "Z"  # a zombie has exited
-        except FileNotFoundError:
-            return False
-
-    deadline = time.monotonic() + PATIENCE  # multiprocessing's resource tracker exits right after its parent
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [pid for pid in pids if alive(pid)], "a container process outlived the runtime"

@@ -26,7 +26,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from saga.links import link_body
 from saga.openapi_tools import KEY_ARGUMENT
 from tests.e2e.fake_aws import REGION, FakeAws
-from tests.system import free_port
+from tests.system import PATIENCE, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +43,7 @@ async def mcp_session(*args: str, env: dict[str, str] | None = None) -> AsyncIte
     with tempfile.TemporaryFile("w+") as errors:
         try:
             async with stdio_client(params, errlog=errors) as (read, write), ClientSession(read, write) as session:
-                with anyio.fail_after(30):
+                with anyio.fail_after(PATIENCE):
                     await session.initialize()
                 yield session
         except BaseException:
@@ -253,7 +253,7 @@ def test_saga_mcp_waits_a_bounded_time_for_an_orchestrator_that_is_not_up_and_sa
     assert (done.returncode, done.stdout) == (2, "")
 
 
-def wait_for_port(port: int, process: subprocess.Popen[Any], timeout: float = 30.0) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[Any], timeout: float = PATIENCE) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, "saga mcp --http exited"

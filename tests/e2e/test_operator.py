@@ -1,82 +1,26 @@
 """The operator's side over `saga local`: the audit finds a journey out of sync and repairs it,
 `saga status --check` fails on a DLQ message and passes after the redrive, every --json output is
-one JSON document, and the commands find `saga local` through the state file it writes."""
+one JSON document, and the commands find `saga local` through the state file it writes. Road 2's
+tests run on the consumer-less runtime this module shares with test_attack_operator.py
+(tests/e2e/road2_off.py), the others on the session's `system`."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
 import urllib3
 
 from shared import aws, tables
 from shared.events import LoanEvent, LoanSnapshot, SimulationSummary
-from tests.system import free_port, read_log, start_local, stop_local
+from tests.e2e.road2_off import Answer, Road2Off, run_saga
+from tests.system import free_port, queued
 from tests.system import wait_for as system_wait_for
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-
-
-@dataclass(frozen=True)
-class Answer:
-    code: int
-    stdout: str
-    stderr: str
-
-    def json(self):
-        return json.loads(self.stdout)
-
-
-def run_saga(*args: str, state_file: Path | None = None, urls: tuple[str, ...] = ()) -> Answer:
-    """`saga ARGS` in a subprocess; with `state_file` and no `urls`, it must find the system by itself."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
-    if state_file is not None:
-        env["SAGA_STATE_FILE"] = str(state_file)
-    done = subprocess.run(
-        [sys.executable, "-m", "saga.cli", *args, *urls],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
-    return Answer(done.returncode, done.stdout, done.stderr)
-
-
-@dataclass(frozen=True)
-class Road2Off:
-    """`saga local --disable consumer`: road 2 stops at the queue, so nothing heals a journey but road 1."""
-
-    api_url: str
-    loans_url: str
-    state_file: Path
-
-    def saga(self, *args: str) -> Answer:
-        return run_saga(*args, state_file=self.state_file)
-
-
-@pytest.fixture(scope="module")
-def road2_off(tmp_path_factory) -> Iterator[Road2Off]:
-    folder = tmp_path_factory.mktemp("road2-off")
-    state_file, log_path = folder / "local.json", str(folder / "local.log")
-    api_port, loans_port = free_port(), free_port()
-    extra = ("--disable", "consumer", "--state-file", str(state_file))
-    process, _ = start_local(api_port, loans_port, free_port(), extra=extra, log_path=log_path)
-    try:
-        yield Road2Off(f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{loans_port}", state_file)
-    finally:
-        exit_code = stop_local(process)
-    assert exit_code == 0, read_log(log_path)[-3000:]
-    assert not state_file.exists(), "saga local must remove its state file when it stops"
 
 
 def http(method: str, url: str, body: dict | None = None, key: str | None = None) -> tuple[int, dict]:
@@ -203,6 +147,8 @@ def test_status_check_fails_on_a_dlq_message_and_passes_after_redrive(system, cl
         report = run_saga("status", "--json", urls=urls).json()
         return bool(report["queues"]["events"]["visible"] + report["queues"]["events"]["inFlight"] == 0)
 
+    events = sqs.get_queue_url(QueueName=tables.EVENTS_QUEUE.local_name)["QueueUrl"]
+    system.wait_for(lambda: queued(sqs, events) == 0)  # (looked at in SQS first: a `saga status` costs a second)
     assert system.wait_for(consumed, interval=0.5)
     assert run_saga("status", "--check", urls=urls).code == 0
 
@@ -241,6 +187,7 @@ def test_forged_events_on_the_local_topic_and_queue_change_no_record_and_land_in
     [topic] = [
         t["TopicArn"] for t in sns.list_topics()["Topics"] if t["TopicArn"].endswith(tables.EVENTS_TOPIC_LOCAL_NAME)
     ]
+    before = queued(sqs, dlq)
     sns.publish(TopicArn=topic, Message=json.dumps(forged))
     queue = sqs.get_queue_url(QueueName=tables.EVENTS_QUEUE.local_name)["QueueUrl"]
     sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(wedge))
@@ -251,6 +198,7 @@ def test_forged_events_on_the_local_topic_and_queue_change_no_record_and_land_in
         return entries if len(entries) == 2 else None
 
     # Then both land in the DLQ, each with the reason the consumer rejected it for
+    system.wait_for(lambda: queued(sqs, dlq) >= before + 2)  # (looked at in SQS first: a listing costs a second)
     entries = system.wait_for(both_in_dlq, interval=0.5)
     assert entries, "the forged messages never reached the DLQ"
     reasons = sorted(e["reason"] for e in entries)
@@ -324,7 +272,8 @@ def _receives(sqs: SQSClient, url: str, message_id: str) -> int:
 def test_listing_the_dlq_counts_one_receive_per_message_and_says_so(road2_off):
     aws_url = json.loads(road2_off.state_file.read_text())["aws"]
     sqs, dlq = _queue(aws_url, tables.EVENTS_DLQ)
-    # Given a message in the DLQ, received twice by a consumer
+    road2_off.empty(tables.EVENTS_DLQ)
+    # Given a message in the DLQ (alone there), received twice by a consumer
     message_id = sqs.send_message(QueueUrl=dlq, MessageBody='{"eventId": "dlq-listing"}')["MessageId"]
     for _ in range(2):
         sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=0)
@@ -348,7 +297,9 @@ def test_listing_the_dlq_counts_one_receive_per_message_and_says_so(road2_off):
 
 
 def test_status_check_fails_on_a_message_waiting_in_the_events_queue_with_the_consumer_stopped(road2_off):
-    # Given a journey whose event road 2 carried to the events queue, where the stopped consumer leaves it
+    # Given a journey whose event road 2 carried to the events queue (alone there), where the stopped consumer
+    # leaves it
+    road2_off.empty(tables.EVENTS_QUEUE)
     out_of_sync_journey(road2_off, "queue-age-1")
 
     def queued() -> dict | None:
@@ -373,7 +324,7 @@ def test_status_check_fails_on_a_message_waiting_in_the_events_queue_with_the_co
 
 
 def wait_for(predicate):
-    return system_wait_for(predicate, timeout=30.0, interval=0.3)
+    return system_wait_for(predicate, interval=0.3)
 
 
 def test_an_unknown_journey_exits_3_wherever_a_journey_is_named(road2_off):
@@ -412,24 +363,26 @@ def test_cannot_reach_names_what_to_start_and_is_the_only_exit_2_for_silence():
     assert "Traceback" not in answer.stderr
 
 
-def test_a_relay_failure_fails_the_check_until_the_sweeper_republishes_then_is_cleared(tmp_path):
+def test_a_relay_failure_fails_the_check_until_the_sweeper_republishes_then_is_cleared(road2_off: Road2Off):
+    from saga.local.aws_faults import FaultRule
     from saga.local.moto_server import AwsFaultsClient
 
-    # Given `saga local` whose SNS refuses every publish: the relay's stream batches exhaust their retries
-    state_file, log_path = tmp_path / "local.json", str(tmp_path / "local.log")
-    api_port, aws_port = free_port(), free_port()
-    extra = ("--aws-faults", "sns:PublishBatch:PublishBatchFailed", "--sweep-threshold", "1", "--state-file",
-             str(state_file), "--disable", "consumer")  # fmt: skip
-    process, _ = start_local(api_port, free_port(), aws_port, extra=extra, log_path=log_path)
+    # Given a journey whose events SNS refuses to publish: the relay's stream batches exhaust their retries
+    # (and queues with nothing else in them: what other tests left there is theirs)
+    for queue in (tables.EVENTS_QUEUE, tables.EVENTS_DLQ):
+        road2_off.empty(queue)
+    status, record = http("POST", f"{road2_off.api_url}/journeys", {"customerId": "relay"}, key=f"relay-{uuid.uuid4()}")
+    assert status == 201
+    journey_id = record["journeyId"]
+    faults = AwsFaultsClient(road2_off.aws_url)
+    faults.add(FaultRule("sns", "PublishBatch", "PublishBatchFailed", match=journey_id))
     try:
-        api = f"http://127.0.0.1:{api_port}"
-        status, record = http("POST", f"{api}/journeys", {"customerId": "relay"}, key="relay-1")
-        assert status == 201
-        status, _ = http("POST", f"{api}/journeys/{record['journeyId']}/simulate", {"amount": 5000, "termMonths": 12})
+        terms = {"amount": 5000, "termMonths": 12}
+        status, _ = http("POST", f"{road2_off.api_url}/journeys/{journey_id}/simulate", terms)
         assert status == 200  # loans-api committed it, with its outbox event
 
         def check() -> Answer:
-            return run_saga("status", "--check", "--json", state_file=state_file)
+            return road2_off.saga("status", "--check", "--json")
 
         def failing() -> Answer | None:
             answer = check()
@@ -443,21 +396,20 @@ def test_a_relay_failure_fails_the_check_until_the_sweeper_republishes_then_is_c
         assert "saga status" not in problem["next"]
         assert "sweeper" in problem["next"]
         # When the cause is gone (SNS publishes again) and the sweeper republishes the event
-        AwsFaultsClient(f"http://127.0.0.1:{aws_port}").clear()
+        faults.clear()
         passed = wait_for(lambda: (answer := check()).code == 0 and answer)
         # Then the check passes by itself, and says the record is over and how to remove it
         assert passed, check().stdout
         assert passed.json()["queues"]["relayFailures"]["open"] == 0
         assert passed.json()["queues"]["relayFailures"]["resolved"] >= 1
-        human = run_saga("status", "--check", state_file=state_file)
+        human = road2_off.saga("status", "--check")
         assert "`saga relay-failures clear` removes them" in human.stdout, human.stdout
         # When the operator clears the records, Then they are gone, and the check still passes
-        cleared = run_saga("relay-failures", "clear", "--json", state_file=state_file)
+        cleared = road2_off.saga("relay-failures", "clear", "--json")
         assert cleared.code == 0, cleared.stderr
         assert cleared.json()["cleared"] >= 1
         assert cleared.json()["kept"] == 0
         after = check()
         assert (after.code, after.json()["queues"]["relayFailures"]) == (0, {"visible": 0, "open": 0, "resolved": 0})
     finally:
-        exit_code = stop_local(process)
-    assert exit_code == 0, read_log(log_path)[-3000:]
+        faults.clear()

@@ -1,5 +1,6 @@
 """`saga local` as a user starts and stops it: a busy port is one line naming the port and the flag that
-changes it, Ctrl-C prints no metrics, and no process outlives it however it dies (kill -9 included)."""
+changes it, Ctrl-C stops it cleanly and prints no metrics, and no process outlives it however it dies
+(Ctrl-C, kill -9; SIGTERM in tests/e2e/test_local_runtime.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from tests.system import free_port, read_log, start_local, stop_local, wait_for
 # only if that has not happened by then.
 PATIENCE_SECONDS = 60
 
-linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table in /proc")
+PROCESS_TABLE = Path("/proc/self/stat").exists()
+linux_only = pytest.mark.skipif(not PROCESS_TABLE, reason="reads the process table in /proc")
 
 
 def _parent_of(pid: int) -> int | None:
@@ -101,19 +103,28 @@ def test_a_container_with_metrics_off_never_prints_them_however_long_it_runs(cap
     assert "CloudWatchMetrics" not in out + err, (out + err)[:500]
 
 
-def test_ctrl_c_stops_saga_local_cleanly_and_prints_no_metrics(tmp_path):
-    # Given a running `saga local` that served a journey
+def test_ctrl_c_stops_saga_local_cleanly_prints_no_metrics_and_leaves_no_process(tmp_path):
+    # Given a running `saga local` that served a journey, with its AWS endpoint and its function containers
     log = str(tmp_path / "local.log")
     api_port = free_port()
     process, _ = start_local(api_port, free_port(), free_port(), log_path=log)
     urllib3.request("POST", f"http://127.0.0.1:{api_port}/journeys", json={"customerId": "c"},
                     headers={"Idempotency-Key": "ctrl-c"})  # fmt: skip
+    children = descendants(process.pid) if PROCESS_TABLE else set()  # (where /proc tells)
+    assert len(children) >= 5 or not PROCESS_TABLE, f"expected the endpoint and the containers, found {children}"
     # When it gets Ctrl-C
     assert stop_local(process, signal.SIGINT) == 0, read_log(log)[-3000:]
     # Then it says it stopped, and printed no metrics document (Powertools' EMF)
     output = read_log(log)
     assert output.rstrip().endswith("stopped"), output[-3000:]
     assert "CloudWatchMetrics" not in output, output[-3000:]
+
+    # And every process it started has ended (multiprocessing's resource tracker right after its parent)
+    def survivors() -> list[int]:
+        return [pid for pid in children if _alive(pid)]
+
+    wait_for(lambda: not survivors(), timeout=PATIENCE_SECONDS, interval=0.1)
+    assert survivors() == [], f"still running {PATIENCE_SECONDS} s after the stop\n{output[-2000:]}"
 
 
 def _saga_local(*flags: str) -> subprocess.CompletedProcess[str]:

@@ -1,5 +1,5 @@
 """`saga verify --stack` as a user runs it after `cdk deploy`, against a deployment on this machine
-(tests/e2e/deployed_stack.py): the local runtime behind API Gateway's IAM check, and moto's
+(tests/e2e/deployed_stack.py): the session's local runtime behind API Gateway's IAM check, and moto's
 CloudFormation, Lambda, CloudWatch, Logs, SNS and API Gateway account settings around it. A sound
 stack passes every check (exit 0); each kind of breakage fails its own check by name (exit 1)."""
 
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import urllib3
 
-from saga.local.runtime import LocalRuntime, RuntimeConfig
+from saga.local.resources import LocalResources, provision
 from shared import aws
 from shared.capacity import DEFAULT_CAPACITY
 from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
-from tests.system import free_port
+from tests.system import PATIENCE
 
 if TYPE_CHECKING:
     from mypy_boto3_apigateway import APIGatewayClient
@@ -33,12 +33,11 @@ pytestmark = pytest.mark.slow
 
 
 class Deployment:
-    def __init__(self, runtime: LocalRuntime, gateways: dict[str, IamGateway]) -> None:
-        assert runtime.resources is not None
-        self.resources = runtime.resources
+    def __init__(self, resources: LocalResources, orchestrator_url: str, gateways: dict[str, IamGateway]) -> None:
+        self.resources = resources
         self.gateways = gateways
-        self.endpoint = self.resources.endpoint_url
-        self.orchestrator_url = runtime.urls["orchestrator"]
+        self.endpoint = resources.endpoint_url
+        self.orchestrator_url = orchestrator_url
 
     def apigateway(self) -> APIGatewayClient:
         return aws.client("apigateway", REGION, self.endpoint)
@@ -59,7 +58,8 @@ class Deployment:
         """`saga verify ARGS` as a user runs it, against this machine's endpoint."""
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
         environment["AWS_ENDPOINT_URL"] = self.endpoint
-        command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", "20", *args]
+        wait = str(PATIENCE)  # a bound on road 2 and the alarm topic, generous: each check ends once it holds
+        command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", wait, *args]
         return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=180, check=False)
 
     def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
@@ -80,17 +80,17 @@ def set_logging_role(deployment: Deployment, role: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def deployment() -> Iterator[Deployment]:
-    config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port())
-    runtime = LocalRuntime(config).start()
-    urls = runtime.urls
+def deployment(system) -> Iterator[Deployment]:
+    """The session's `saga local` behind the two IAM gateways; its resources as `provision` names them
+    (it finds what the runtime made: tables, queues, topic and subscription are made once)."""
+    resources = provision(system.aws_url, REGION)
     gateways = {
-        "orchestrator": IamGateway(urls["orchestrator"], {os.environ["AWS_ACCESS_KEY_ID"]}),
-        "loans-api": IamGateway(urls["loans-api"], {ORCHESTRATOR_KEY}),
+        "orchestrator": IamGateway(system.api_url, {os.environ["AWS_ACCESS_KEY_ID"]}),
+        "loans-api": IamGateway(system.loans_url, {ORCHESTRATOR_KEY}),
     }
     for gateway in gateways.values():
         threading.Thread(target=gateway.serve_forever, daemon=True).start()
-    found = Deployment(runtime, gateways)
+    found = Deployment(resources, system.api_url, gateways)
     set_logging_role(found, LOGGING_ROLE)
     try:
         yield found
@@ -98,7 +98,17 @@ def deployment() -> Iterator[Deployment]:
         for gateway in gateways.values():
             gateway.shutdown()
             gateway.server_close()
-        runtime.stop()
+
+
+@pytest.fixture(autouse=True)
+def quiet_queues(deployment, clean_proxy) -> None:
+    """A runtime whose DLQ and relay-failure queue hold nothing (what other tests on the session's system
+    left there is theirs), and whose road 1 no fault cuts: what a freshly deployed stack has."""
+    sqs = deployment.sqs()
+    for url in (deployment.resources.events_dlq_url, deployment.resources.relay_failures_url):
+        while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30).get("Messages"):
+            for message in batch:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
 
 def failed(checks: dict[str, Any]) -> set[str]:
