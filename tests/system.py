@@ -32,7 +32,6 @@ LOANS_PROXY = "loans-api"
 # How long a wait for what the system does in a second or two may last before it fails: generous, since a
 # wait ends as soon as its condition holds, and a loaded machine (2 cores, shared) is slow, not wrong.
 PATIENCE = 60.0
-free_port = ports.free_port  # the tests' one way to a port for a server in another process
 # How long `saga local` may take to become healthy (it fails at once if the process exits).
 STARTUP_PATIENCE = 300.0
 # A wait on something that moves by steps (a drain, agents' retries) fails once no step was made for this
