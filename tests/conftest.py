@@ -49,9 +49,23 @@ ONE_WORKER = {
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook names each item by them)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        group = next((name for prefix, name in ONE_WORKER.items() if item.nodeid.startswith(prefix)), None)
+        group = _group(item.nodeid)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _group(nodeid: str) -> str | None:
+    return next((name for prefix, name in ONE_WORKER.items() if nodeid.startswith(prefix)), None)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook, on the controller
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """Under `--dist loadgroup` a grouped test's id carries its group (`...@infra`), or the scheduler
+    spreads the group over the workers and each builds its fixture again, silently: pytest 9.2 broke
+    that (pyproject.toml pins below it). Stop at once instead."""
+    lost = [nodeid for nodeid in ids if _group(nodeid) and "@" not in nodeid]
+    if lost and node.config.getvalue("dist") == "loadgroup":  # type: ignore[attr-defined]
+        raise pytest.UsageError(f"{len(lost)} tests lost their xdist_group (first: {lost[0]}): see pyproject.toml")
 
 
 @pytest.fixture(scope="session")
