@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 
 os.environ.update(
     {
@@ -30,6 +31,7 @@ if os.environ.get("CI"):
 
 
 import pytest  # noqa: E402
+from _pytest.nodeid import NodeId  # noqa: E402
 
 # `make test` runs on every core (pytest-xdist, --dist loadgroup); the tests that share an expensive fixture
 # run on one worker, which builds it once: tests/infra the stack's two synthesized templates, and each
@@ -37,11 +39,28 @@ import pytest  # noqa: E402
 ONE_WORKER = ("tests/infra/", "tests/e2e/test_verify.py", "tests/e2e/test_operator.py", "tests/chaos/test_fuzz.py")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
+    # Before every other implementation: pytest-xdist's own (on each worker) reads the marks.
     for item in items:
         group = next((prefix for prefix in ONE_WORKER if item.nodeid.startswith(prefix)), None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    yield
+    _suffix_groups(config, items)
+
+
+def _suffix_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-xdist 3.8 tells its scheduler an item's group by appending `@group` to `item._nodeid`, which
+    pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386): every group's tests were spread over the
+    workers, each building the group's fixture again. Append it where pytest reads the id; a no-op once
+    pytest-xdist does it itself, or without `--dist loadgroup`."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group") if mark.args})
+        if groups and not item.nodeid.endswith(f"@{'_'.join(groups)}"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 @pytest.fixture(scope="session")
