@@ -122,9 +122,7 @@ class ProvisionClients:
         )
 
 
-def provision(
-    endpoint_url: str, region: str = "us-east-1", clients: ProvisionClients | None = None
-) -> LocalResources:
+def provision(endpoint_url: str, region: str = "us-east-1", clients: ProvisionClients | None = None) -> LocalResources:
     """Create tables, topic, queues and the raw-delivery subscription on `endpoint_url` (through
     `clients`, made for `endpoint_url` and `region`, when given)."""
     clients = clients or ProvisionClients.of(endpoint_url, region)
