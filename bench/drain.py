@@ -28,9 +28,9 @@ from shared import aws
 BATCH_SIZE = 10  # the stack's SQS batch size
 
 
-def drain_rate(moto: MotoServer, backlog: int) -> tuple[float, int]:
-    """Events/s one consumer process applies from a backlog of already-applied events (duplicates),
-    and how many it applied."""
+def drain_rate(moto: MotoServer, backlog: int, journeys: int = 5) -> tuple[float, int]:
+    """Events/s one consumer process applies from a backlog of already-applied events (duplicates of the
+    events of `journeys` journeys), and how many it applied."""
     moto.reset()
     r: LocalResources = provision(moto.url)
     metrics = Metrics(namespace="Bench", service="drain")
@@ -44,7 +44,7 @@ def drain_rate(moto: MotoServer, backlog: int) -> tuple[float, int]:
         metrics,
         http=InProcessHttp(loans),
     )
-    for _ in range(5):
+    for _ in range(journeys):
         journey_id = json.loads(invoke(orchestrator, "POST", "/journeys", {"customerId": "drain"}).body)["journeyId"]
         record: dict[str, Any] = {}
         for command in ("simulate", "simulate", "accept", "disburse"):

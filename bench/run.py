@@ -78,10 +78,10 @@ def measure(smoke: bool) -> dict[str, Any]:
     moto = MotoServer().start()
     try:
         costs = {key: journey_cost(moto, meter, *design) for key, design in DESIGNS.items()}
-        drain, drained = drain_rate(moto, 30 if smoke else 1000)
+        drain, drained = drain_rate(moto, *((10, 1) if smoke else (1000, 5)))
     finally:
         moto.stop()
-    cold = cold_start_ms(2 if smoke else 20)
+    cold = cold_start_ms(1 if smoke else 20)
     guard = input_guard(1 if smoke else 15)
     config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port())
     runtime = LocalRuntime(config).start()

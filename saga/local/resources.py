@@ -21,6 +21,7 @@ from shared.tables import (
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
 
@@ -103,11 +104,29 @@ def _queue_arn(sqs: SQSClient, url: str) -> str:
     return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
 
 
-def provision(endpoint_url: str, region: str = "us-east-1") -> LocalResources:
-    """Create tables, topic, queues and the raw-delivery subscription on `endpoint_url`."""
-    dynamodb = aws.client("dynamodb", region, endpoint_url)
-    sqs = aws.client("sqs", region, endpoint_url)
-    sns = aws.client("sns", region, endpoint_url)
+@dataclass(frozen=True)
+class ProvisionClients:
+    """The clients `provision` calls: a caller that provisions the same endpoint again and again (a test
+    after each reset) makes them once, as each costs more to create than the calls it makes."""
+
+    dynamodb: DynamoDBClient
+    sqs: SQSClient
+    sns: SNSClient
+
+    @classmethod
+    def of(cls, endpoint_url: str, region: str) -> ProvisionClients:
+        return cls(
+            aws.client("dynamodb", region, endpoint_url),
+            aws.client("sqs", region, endpoint_url),
+            aws.client("sns", region, endpoint_url),
+        )
+
+
+def provision(endpoint_url: str, region: str = "us-east-1", clients: ProvisionClients | None = None) -> LocalResources:
+    """Create tables, topic, queues and the raw-delivery subscription on `endpoint_url` (through
+    `clients`, made for `endpoint_url` and `region`, when given)."""
+    clients = clients or ProvisionClients.of(endpoint_url, region)
+    dynamodb, sqs, sns = clients.dynamodb, clients.sqs, clients.sns
     stream_arn = _create_table(dynamodb, LOANS_TABLE)
     _create_table(dynamodb, JOURNEYS_TABLE)
     dlq_url = _create_queue(sqs, EVENTS_DLQ)
