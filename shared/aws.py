@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 import botocore.session
 from botocore.config import Config
-from botocore.exceptions import ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, HTTPClientError
 
 if TYPE_CHECKING:
     # The typed clients exist for the type checker only (dev dependencies, never in the Lambda layer):
@@ -186,8 +185,8 @@ def credentials() -> Credentials | None:
 def is_transient(error: BaseException) -> bool:
     """True for an AWS call that failed in a way a retry of the whole request may clear: botocore's
     own retries ran out on a timeout (reading or connecting), a dropped or refused connection, throttling or
-    an AWS-side 5xx."""
-    if isinstance(error, HTTPClientError | BotocoreConnectionError):
+    an AWS-side 5xx. A refused certificate or proxy is not: that is the deployment's to fix, not a retry's."""
+    if isinstance(error, HTTPClientError | EndpointConnectionError | ConnectTimeoutError):
         return True
     if isinstance(error, ClientError):
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)

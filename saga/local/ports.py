@@ -19,6 +19,8 @@ from collections.abc import Sequence
 LOWEST, HIGHEST = 20000, 32767
 
 _given: set[int] = set()
+# Its own generator: a test that seeds `random` must not make every process draw the same ports.
+_random = random.SystemRandom()
 _lock = threading.Lock()
 
 
@@ -35,7 +37,7 @@ def _slice() -> Sequence[int]:
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on now and this process has not handed out before."""
     ports = _slice()
-    first = random.randrange(len(ports))
+    first = _random.randrange(len(ports))
     with _lock:
         for step in range(len(ports)):
             port = ports[(first + step) % len(ports)]

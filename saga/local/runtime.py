@@ -349,8 +349,19 @@ class LocalRuntime:
 
 
 def _all_at_once(stops: list[Callable[[], None]]) -> None:
-    threads = [threading.Thread(target=stop, name="stop", daemon=True) for stop in stops]
+    """Every `stop` on a thread of its own; the first that raised is raised once all are done."""
+    failed: list[BaseException] = []
+
+    def run(stop: Callable[[], None]) -> None:
+        try:
+            stop()
+        except BaseException as error:  # re-raised below, once the other parts stopped
+            failed.append(error)
+
+    threads = [threading.Thread(target=run, args=(stop,), name="stop", daemon=True) for stop in stops]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if failed:
+        raise failed[0]
