@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,8 +107,9 @@ def dlq_holds(count: int) -> Callable[[Runtime, Shell], bool]:
 # -- the MCP session of docs/AGENTS.md ---------------------------------------------------------------
 
 
-# How many times the scene repeats a call refused as retryable before it gives up.
-RETRIES = 5
+# How long the scene repeats a call refused as retryable before it gives up: a hang guard, not a count of
+# tries (how many it takes depends on the machine's load).
+RETRY_SECONDS = 120.0
 
 
 def mcp_session(runtime: Runtime, _: Shell) -> str:
@@ -136,11 +138,11 @@ async def _mcp_session(api_url: str) -> str:
                 """One tool call as the transcript shows it. A retryable error (the machine too loaded for an
                 answer in time) is repeated with the key it names, as its guidance tells the model, and only
                 the answer is shown; an answer the scene does not expect (`refused`: an error) fails it."""
-                sent = arguments
-                for _ in range(RETRIES):
+                sent, deadline = arguments, time.monotonic() + RETRY_SECONDS
+                while True:
                     result = await session.call_tool(name, sent)
                     content = result.structured_content or {}
-                    if not (result.is_error and content.get("retryable")):
+                    if not (result.is_error and content.get("retryable")) or time.monotonic() > deadline:
                         break
                     sent = {**arguments, KEY_ARGUMENT: content.get(KEY_ARGUMENT) or sent.get(KEY_ARGUMENT)}
                     print(f"scene: {name} was refused as retryable; again: {json.dumps(content)}", file=sys.stderr)

@@ -8,8 +8,9 @@ and the ledger of figures is printed (and appended to SOAK_LEDGER_FILE when set:
 What `make test`'s 16 journeys still prove: every race the scripts make (soak_agents.RACES: the scripts of
 seed 9 hold them all by the 5th journey, and the test refuses a SOAK_JOURNEYS and SOAK_SEED whose scripts
 leave one out), with 16 agents busy (8 journeys at once, for two rounds), under every fault at once, each of
-which struck (every AWS fault rule, cut replies, relay and consumer crashes: each is also armed to strike
-once for sure, since at 0.5 % a rule may miss a short soak's calls), lose nothing, duplicate nothing and
+which struck (every AWS fault rule, cut replies, relay and consumer crashes: each AWS rule is also armed,
+once the first journey exists, to strike the next call it matches, and each crash the first run, since at
+0.5 % a rule may miss a short soak's calls), lose nothing, duplicate nothing and
 leave no journey out of sync. What only `make soak`'s 1,000 show: the same at volume (a moto table of
 20,000 items, hundreds of crashes, the rarer interleavings).
 
@@ -21,6 +22,7 @@ import json
 import os
 import random
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -68,10 +70,12 @@ AWS_FAULTS = (
 )
 
 
-def armed_once(rules: tuple[FaultRule, ...]) -> tuple[FaultRule, ...]:
-    """Each rule also as one sure strike (rate 1, limit 1), ahead of the rules at their rates: the first
-    call each rule matches gets its fault, so every kind strikes however few calls a short soak makes."""
-    return tuple(replace(rule, rate=1.0, limit=1) for rule in rules) + rules
+def sure_strikes(rules: tuple[FaultRule, ...]) -> tuple[FaultRule, ...]:
+    """Each rule as one sure strike (rate 1, limit 1), armed once the first journey exists: the first call
+    each matches from then on gets its fault (while the agents drive journeys: a command's call, or a poll
+    that most likely carries their records; armed at the start, idle pollers spent most of them before any
+    journey existed), so every kind strikes however few calls a short soak makes."""
+    return tuple(replace(rule, rate=1.0, limit=1) for rule in rules)
 
 
 def first_then(rate: Strike) -> Strike:
@@ -126,7 +130,7 @@ def soaked() -> Iterator[Soaked]:
         max_containers=AGENTS,
         relay_publisher_wrapper=wrap_publisher,
         consumer_wrapper=wrap_consumer,
-        aws_faults=armed_once(tuple(FaultRule.parse(spec) for spec in AWS_FAULTS)),
+        aws_faults=tuple(FaultRule.parse(spec) for spec in AWS_FAULTS),
         aws_fault_seed=SEED,
     )
     runtime = LocalRuntime(config).start()
@@ -281,6 +285,10 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
     with ThreadPoolExecutor(max_workers=AGENTS) as agents_pool:
         agents = Agents(system, tally, agents_pool)
 
+        faults, arming = soaked.runtime.aws_faults, threading.Lock()
+        assert faults is not None
+        arm = faults.add
+
         def drive(index: int) -> str | None:
             created = agents.burst("", [Command("create", {"customerId": f"soak-{index}"}, f"create-{index}")] * 2)
             ids = {answer["journeyId"] for answer in created if answer}
@@ -288,7 +296,11 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
                 agents.violation(f"journey {index}: one key, creations {ids}")
                 return None
             jid = ids.pop()
-            journeys.append(jid)
+            with arming:
+                if not journeys:  # the first journey: now the sure strikes meet the journeys' calls
+                    for rule in sure_strikes(tuple(FaultRule.parse(spec) for spec in AWS_FAULTS)):
+                        arm(rule)
+                journeys.append(jid)
             for burst in scripts[index].bursts:
                 agents.burst(jid, burst)
             return str(jid)
