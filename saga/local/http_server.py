@@ -87,7 +87,8 @@ class _Server(ThreadingHTTPServer):
 
 class ApiServer(ThreadedHttpServer):
     """Serves `handler` on host:port. `health` (when given) must say True for GET /health to reach
-    the handler; otherwise the server answers 503 itself, naming the parts that are down."""
+    the handler; otherwise the server answers 503 itself, naming the parts that are down. `served` (when
+    given) is called after each request the handler answered."""
 
     def __init__(
         self,
@@ -96,6 +97,7 @@ class ApiServer(ThreadedHttpServer):
         host: str,
         port: int,
         health: Callable[[], dict[str, bool]] | None = None,
+        served: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         outer = self
@@ -114,6 +116,7 @@ class ApiServer(ThreadedHttpServer):
 
         self._handler = handler
         self._health = health
+        self._served = served
         super().__init__(_Server((host, port), _Request), f"http-{name}")
 
     def _serve(self, request: BaseHTTPRequestHandler) -> None:
@@ -141,6 +144,8 @@ class ApiServer(ThreadedHttpServer):
             self._write(request, 502, {"Content-Type": "application/json"}, b'{"message": "Internal server error"}')
             return
         self._write(request, result.status, result.headers, result.body)
+        if self._served is not None:
+            self._served()
 
     @staticmethod
     def _write(request: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes) -> None:

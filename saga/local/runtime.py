@@ -73,7 +73,11 @@ class RuntimeConfig:
     # Where the orchestrator reaches loans-api: put a fault proxy here to cut road 1.
     loans_api_url: str | None = None
     region: str = "us-east-1"
+    # An idle poller waits poll_idle_seconds, doubling up to poll_max_idle_seconds (a stream shard's
+    # four polls a second in Lambda); a request loans-api served wakes the relay at once, and what the
+    # relay or the sweeper published wakes the consumer (saga.local.pollers.PollingLoop).
     poll_idle_seconds: float = 0.05
+    poll_max_idle_seconds: float = 0.25
     sweep_interval_seconds: float = 5.0
     sweep_threshold_seconds: float = 60.0
     # A failed message comes back after this long locally (the queue's own timeout in AWS).
@@ -183,6 +187,7 @@ class LocalRuntime:
         self.resources: LocalResources | None = None
         self._ready = threading.Event()
         self._probe: DynamoDBClient | None = None
+        self._relay: PollingLoop | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -211,7 +216,10 @@ class LocalRuntime:
         loans = function_pool(topology.LOANS_API, loans_settings, c.max_containers)
         self._pools.append(loans)
         loans_server = _listening(
-            "loans-api", c.host, c.loans_port, lambda: ApiServer("loans-api", loans, c.host, c.loans_port, self.health)
+            "loans-api",
+            c.host,
+            c.loans_port,
+            lambda: ApiServer("loans-api", loans, c.host, c.loans_port, self.health, served=self._loans_api_served),
         ).start()
         self._servers.append(loans_server)
         orchestrator_settings = OrchestratorSettings(
@@ -284,20 +292,29 @@ class LocalRuntime:
         self._pollers = [stream, events]
         sweeper = self._container(topology.SWEEPER, relay_settings)
 
+        consumer_loop = PollingLoop("consumer", events.poll_once, c.poll_idle_seconds, c.poll_max_idle_seconds)
+
+        def relay_tick() -> int:
+            read = stream.poll_once()
+            if read:
+                consumer_loop.nudge()  # what the relay published waits in the events queue
+            return read
+
         def sweep() -> int:
             sweeper(scheduled_event(c.region), None)
+            consumer_loop.nudge()  # whatever it republished
             return 0
 
-        loops = {
-            "relay": (stream.poll_once, c.poll_idle_seconds),
-            "consumer": (events.poll_once, c.poll_idle_seconds),
-            "sweeper": (sweep, c.sweep_interval_seconds),
-        }
-        self._loops = [
-            PollingLoop(name, poll, interval).start()
-            for name, (poll, interval) in loops.items()
-            if name not in c.disabled
-        ]
+        relay_loop = PollingLoop("relay", relay_tick, c.poll_idle_seconds, c.poll_max_idle_seconds)
+        loops = [relay_loop, consumer_loop, PollingLoop("sweeper", sweep, c.sweep_interval_seconds)]
+        self._loops = [loop.start() for loop in loops if loop.name not in c.disabled]
+        self._relay = relay_loop
+
+    def _loans_api_served(self) -> None:
+        """After each request loans-api answered: a command's outbox event is in the stream by the time
+        its reply is sent, so the relay polls now rather than at its next idle tick."""
+        if self._relay is not None:
+            self._relay.nudge()
 
     def _container(self, declared: Function, settings: BaseSettings, max_containers: int = 1) -> ContainerPool:
         """A poller's function, run through its Lambda entry point in containers of its own: as many as

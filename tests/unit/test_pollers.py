@@ -1,9 +1,10 @@
 """The local pollers run what the deployed event source mappings run (shared/topology.py): the stream
 poller drops records older than the maximum record age to the on-failure destination and runs the
 parallelization factor's batches of a shard at once, each partition key in order on one of them; the queue
-poller runs the maximum concurrency's batches at once. Over fake streams and queues, so that a record's
-age and what the handler is given are the test's; concurrency is shown by a barrier the batches must all
-reach at once (a condition waited on, not a count of tries or a timing)."""
+poller runs the maximum concurrency's batches at once; an idle polling loop backs off to its cap and a
+nudge wakes it. Over fake streams and queues, so that a record's age and what the handler is given are the
+test's; concurrency is shown by a barrier the batches must all reach at once (a condition waited on, not a
+count of tries or a timing), and a loop's waits are scripted."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from saga.local.pollers import SqsPoller, StreamPoller
+from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
 from shared import topology
 
 # Long enough never to end a passing test on a loaded machine; it only bounds how long a failing one hangs.
@@ -171,3 +172,56 @@ def test_the_queue_poller_applies_the_maximum_concurrencys_batches_at_once_delet
     assert len(queue.waiting) == 3
     failed = {b[0] for b in batches}
     assert sorted(queue.deleted) == sorted(f"r{m}" for b in batches for m in b if m not in failed)
+
+
+class ScriptedWake:
+    """A PollingLoop's wake event whose waits are the script's: it records each wait's timeout, answers
+    whether a nudge came during it, and stops the loop after the script's last wait."""
+
+    def __init__(self, loop: PollingLoop, nudged: list[bool]) -> None:
+        self._loop, self._nudged = loop, nudged
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        if len(self.waits) == len(self._nudged):
+            self._loop._stop.set()
+        return self._nudged[len(self.waits) - 1]
+
+    def set(self) -> None:
+        """The stop's own wake."""
+
+    def clear(self) -> None:
+        """Cleared before each tick."""
+
+
+def test_an_idle_loop_waits_twice_as_long_after_each_empty_tick_up_to_its_cap_and_a_nudge_or_work_resets_it():
+    # Given a loop whose ticks find work once, after four empty ones, and which is nudged during its seventh wait
+    found = iter([0, 0, 0, 0, 3, 0, 0, 0, 0])
+    loop = PollingLoop("relay", lambda: next(found), idle_seconds=0.05, max_idle_seconds=0.25)
+    wake = ScriptedWake(loop, nudged=[False, False, False, False, False, True, False, False])
+    loop._wake = wake  # type: ignore[assignment]
+    # When it runs
+    loop._run()
+    # Then each empty tick doubles the wait up to the cap; work ticks again at once and resets it, as a nudge does
+    assert wake.waits == [0.05, 0.1, 0.2, 0.25, 0.05, 0.1, 0.05, 0.1]
+
+
+def test_a_nudge_wakes_an_idle_loop_at_once_whatever_its_wait():
+    # Given a loop that has ticked once and now waits an hour
+    ticks = threading.Semaphore(0)
+
+    def tick() -> int:
+        ticks.release()
+        return 0
+
+    loop = PollingLoop("consumer", tick, idle_seconds=3600).start()
+    try:
+        assert ticks.acquire(timeout=BARRIER_SECONDS)
+        # When something nudges it
+        loop.nudge()
+        # Then it ticks again without waiting out the hour
+        assert ticks.acquire(timeout=BARRIER_SECONDS)
+    finally:
+        loop.stop()
+    assert not loop.alive
