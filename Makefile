@@ -14,12 +14,16 @@ hash = $(shell cat pyproject.toml $(1) | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.installed-dev-$(call hash,$(DEV_LOCK))
 RUN_STAMP := $(VENV)/.installed-run-$(call hash,$(RUN_LOCK))
 # uv installs the locks (pip takes minutes over the dev lock); pip only bootstraps uv itself, at the
-# version and hashes the dev lock pins. Bytecode is compiled at install, as pip does: with
-# PYTHONDONTWRITEBYTECODE set (as on these machines) every process, each of saga local's function
-# containers too, would otherwise compile every module it imports again.
+# version and hashes the dev lock pins. Bytecode is compiled at install for every package but the CDK:
+# with PYTHONDONTWRITEBYTECODE set (as on these machines) every process, each of saga local's function
+# containers too, would otherwise compile every module it imports again. The CDK's 183 MB of modules
+# (more than half of the dev lock's) are compiled when first imported, and only the few the app imports
+# (a few seconds, once): make's commands run with PYTHONDONTWRITEBYTECODE unset, so Python keeps what
+# it compiled.
 UV := $(BIN)/uv
 UV_PIN = sed -n '/^uv==/,/[^\\]$$/p' $(DEV_LOCK)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install lock run test lint typecheck unit integration e2e chaos soak synth bench docs clean
 
@@ -31,8 +35,9 @@ define venv_with
 	@echo "installing $(2): $$(grep -c '^[A-Za-z0-9].*==' $(1)) packages from $(1) into $(VENV)" \
 		"(a few seconds once they are cached, a minute or two the first time)"
 	@started=$$(date +%s); \
-	$(UV) pip install --python $(BIN)/python --require-hashes --compile-bytecode -r $(1) && \
+	$(UV) pip install --python $(BIN)/python --require-hashes -r $(1) && \
 	$(UV) pip install --python $(BIN)/python --quiet --no-deps -e . && \
+	{ $(BIN)/python -m compileall -qq -j 0 -x '/aws_cdk/' "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"; true; } && \
 	echo "installed in $$(( $$(date +%s) - started )) s"
 endef
 
@@ -68,13 +73,19 @@ lint: install
 typecheck: install
 	$(BIN)/mypy .
 
-# The whole suite, on every core (pytest-xdist). The closing summary says how long `make test` took,
-# install included (tests/conftest.py prints it from MAKE_TEST_CLOCK).
+# The whole suite, on every core (pytest-xdist), with mypy alongside it (one process: it fills what the
+# workers leave idle); either failing fails `make test`, and mypy's report comes after pytest's. The last
+# line says how long `make test` took, install included.
 TEST_WORKERS ?= auto
-test: ## ruff, mypy and the whole test suite (install included; the summary says how long each part took)
+test: ## ruff, mypy and the whole test suite (install included; the last line says how long each part took)
 	@started=$$(date +%s); $(MAKE) --no-print-directory install && installed=$$(date +%s) && \
-	$(MAKE) --no-print-directory lint typecheck && checked=$$(date +%s) && \
-	MAKE_TEST_CLOCK="$$started $$installed $$checked" $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(MAKE) --no-print-directory lint && linted=$$(date +%s) || exit 1; \
+	typing=$$(mktemp); { $(BIN)/mypy . > $$typing 2>&1; status=$$?; date +%s >> $$typing.done; exit $$status; } & \
+	typer=$$!; $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup; tested=$$?; tested_at=$$(date +%s); \
+	wait $$typer; typed=$$?; echo "mypy (alongside pytest):"; cat $$typing; \
+	echo "make test: $$(( $$(date +%s) - started )) s (install $$(( installed - started )) s," \
+		"ruff $$(( linted - installed )) s, pytest $$(( tested_at - linted )) s, mypy $$(( $$(cat $$typing.done) - linted )) s" \
+		"alongside pytest)"; rm -f $$typing $$typing.done; test $$tested -eq 0 -a $$typed -eq 0
 
 synth: install ## synthesize the stack offline (no packaging), run cdk-nag and cfn-lint
 	CDK_OUTDIR=cdk.out $(BIN)/python -c "import aws_cdk as cdk; from app import build_app; build_app(cdk.App(context={'skipBundling': 'true'}))[0].synth()"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 os.environ.update(
     {
@@ -82,18 +81,3 @@ def clean_proxy(system):
     system.toxiproxy.reset()
     yield system.toxiproxy
     system.toxiproxy.reset()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Under `make test` (the Makefile sets MAKE_TEST_CLOCK: when it started, when .venv was installed,
-    when ruff and mypy were done, in epoch seconds), the closing summary says how long it all took."""
-    clock = os.environ.get("MAKE_TEST_CLOCK", "").split()
-    if len(clock) != 3:
-        return
-    started, installed, checked = (int(moment) for moment in clock)
-    now = time.time()
-    terminalreporter.write_sep(
-        "-",
-        f"make test: {now - started:.0f} s (install {installed - started} s, ruff and mypy {checked - installed} s,"
-        f" pytest {now - checked:.0f} s)",
-    )

@@ -14,14 +14,11 @@ import sys
 import textwrap
 import tomllib
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from packaging.requirements import Requirement
 
 from infra import packaging
-from tests import conftest
-from tests.conftest import pytest_terminal_summary
 from tests.infra.test_packaging import DEV_LOCK, RUN_LOCK, lock_command, pins
 
 # What `make run` runs: the `saga` commands (saga/), the functions `saga local` serves (functions/) and
@@ -192,18 +189,45 @@ def test_make_run_in_a_venv_that_make_test_installed_installs_nothing(tmp_path):
     assert [line.rstrip() for line in planned("run", f"VENV={venv}")] == [f"{venv}/bin/saga local"]
 
 
-def test_make_test_says_how_long_it_took_in_the_closing_summary(monkeypatch):
-    # Given `make test`'s clock: started, .venv installed 40 s later, ruff and mypy done 30 s after that
-    written: list[str] = []
-    reporter = SimpleNamespace(write_sep=lambda _sep, line: written.append(line))
-    monkeypatch.setattr(conftest, "time", SimpleNamespace(time=lambda: 1000.0 + 40 + 30 + 200))
-    monkeypatch.setenv("MAKE_TEST_CLOCK", "1000 1040 1070")
-    # When the suite's closing summary is written
-    pytest_terminal_summary(reporter)  # type: ignore[arg-type]
-    # Then it says the whole and each part
-    assert written == ["make test: 270 s (install 40 s, ruff and mypy 30 s, pytest 200 s)"]
-    # And outside `make test` it says nothing
-    written.clear()
-    monkeypatch.delenv("MAKE_TEST_CLOCK")
-    pytest_terminal_summary(reporter)  # type: ignore[arg-type]
-    assert written == []
+def fake_tool(bin_dir: Path, name: str, script: str) -> None:
+    tool = bin_dir / name
+    tool.write_text("#!/usr/bin/env bash\n" + textwrap.dedent(script))
+    tool.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("mypy_exit", "pytest_exit", "passes"), [(0, 0, True), (1, 0, False), (0, 1, False), (0, 5, False)]
+)
+def test_make_test_runs_mypy_alongside_pytest_fails_if_either_does_and_ends_with_how_long_it_took(
+    tmp_path, mypy_exit, pytest_exit, passes
+):
+    # Given a .venv `make install` made (its stamp current), whose ruff passes, whose mypy waits until pytest
+    # has started (so run one after the other, it would never end) and whose mypy and pytest exit as given
+    venv = tmp_path / "venv"
+    plan = "\n".join(planned("install", f"VENV={venv}"))
+    [stamp] = re.findall(rf"touch ({re.escape(str(venv))}/\.installed-dev-\w+)", plan)
+    bin_dir = venv / "bin"
+    bin_dir.mkdir(parents=True)
+    Path(stamp).touch()
+    started = tmp_path / "pytest-started"
+    fake_tool(bin_dir, "ruff", "exit 0\n")
+    fake_tool(
+        bin_dir,
+        "mypy",
+        f"""
+        for _ in $(seq 600); do [ -e {started} ] && break; sleep 0.1; done
+        [ -e {started} ] || {{ echo "pytest never started"; exit 2; }}
+        echo "mypy says {mypy_exit}"; exit {mypy_exit}
+        """,
+    )
+    fake_tool(bin_dir, "pytest", f'touch {started}; echo pytest ran "$@"; exit {pytest_exit}\n')
+    # When `make test` runs
+    done = subprocess.run(["make", "--no-print-directory", "-C", str(packaging.ROOT), "test", f"VENV={venv}"],
+                          check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+    # Then it passes only when both passed, mypy's report follows pytest's, and the last line says how long it took
+    assert (done.returncode == 0) is passes, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines.index("pytest ran -n auto --dist loadgroup") < lines.index(f"mypy says {mypy_exit}")
+    assert re.fullmatch(
+        r"make test: \d+ s \(install \d+ s, ruff \d+ s, pytest \d+ s, mypy \d+ s alongside pytest\)", lines[-1]
+    ), lines[-1]
