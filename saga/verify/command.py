@@ -9,10 +9,6 @@ import json
 import sys
 from typing import Any
 
-from saga.verify import checks, configuration, journey, signals
-
-CHECKS = [*configuration.CHECKS, *journey.CHECKS, *signals.CHECKS, configuration.LOG_RETENTION]
-
 
 def add_verify(commands: Any, default_region: str) -> None:
     """`saga verify` and its flags."""
@@ -31,7 +27,12 @@ def add_verify(commands: Any, default_region: str) -> None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    # Imported here, not with the flags: every other `saga` command would load botocore and the checks.
     from botocore.exceptions import BotoCoreError, ClientError
+
+    from saga.verify import checks, configuration, journey, signals
+
+    every_check = [*configuration.CHECKS, *journey.CHECKS, *signals.CHECKS, configuration.LOG_RETENTION]
 
     try:
         deployment = checks.Deployment.read(args.stack, args.region, args.wait)
@@ -43,7 +44,7 @@ def run_verify(args: argparse.Namespace) -> int:
                               "detail": detail, "command": "saga verify"}))  # fmt: skip
         return 2
     say = (lambda _: None) if args.json else (lambda outcome: print(checks.line(outcome), flush=True))
-    outcomes = checks.run_all(deployment, CHECKS, say)
+    outcomes = checks.run_all(deployment, every_check, say)
     failed = [o.check for o in outcomes if not o.ok]
     if args.json:
         print(json.dumps({"stack": args.stack, "ok": not failed, "checks": [o.to_json() for o in outcomes]}, indent=2))

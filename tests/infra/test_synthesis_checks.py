@@ -76,9 +76,11 @@ def test_cfn_lint_finds_nothing_in_the_template(synthesized):
 def test_the_code_asset_holds_every_handler_importable_from_it_and_no_bytecode(tmp_path):
     # Given the code asset as local bundling lays it out, and every function's entry point
     packaging.copy_app(tmp_path)
+    assert not list(tmp_path.rglob("*.pyc"))
     handlers = sorted(value for name, value in vars(entry_points).items() if name.isupper())
     assert len(handlers) == 7  # the six functions, and the Bedrock executor (`-c bedrockAgent=true`)
-    # When a fresh interpreter imports every handler from the asset alone (dependencies from the venv)
+    # When a fresh interpreter imports every handler from the asset alone (dependencies from the venv),
+    # writing no bytecode into it
     code = (
         f"import importlib, sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
         f"for handler in {handlers!r}:\n"
@@ -88,10 +90,9 @@ def test_the_code_asset_holds_every_handler_importable_from_it_and_no_bytecode(t
         "    assert callable(getattr(module, function)), handler\n"
         "print('ok')"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd="/")
+    done = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, check=False, cwd="/")
     # Then each one imports, from the asset
     assert done.stdout.strip() == "ok", done.stderr
-    assert not list(tmp_path.rglob("*.pyc"))
 
 
 def test_cdk_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path):
