@@ -223,5 +223,6 @@ def test_a_nudge_wakes_an_idle_loop_at_once_whatever_its_wait():
         # Then it ticks again without waiting out the hour
         assert ticks.acquire(timeout=BARRIER_SECONDS)
     finally:
-        loop.stop()
-    assert not loop.alive
+        # And stopping it ends its thread at once, mid-wait (`alive` says False as soon as stop is asked)
+        loop.stop(timeout=BARRIER_SECONDS)
+    assert not loop._thread.is_alive()
