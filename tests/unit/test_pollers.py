@@ -226,3 +226,46 @@ def test_a_nudge_wakes_an_idle_loop_at_once_whatever_its_wait():
         # And stopping it ends its thread at once, mid-wait (`alive` says False as soon as stop is asked)
         loop.stop(timeout=BARRIER_SECONDS)
     assert not loop._thread.is_alive()
+
+
+class SplittingStreams:
+    """A stream whose second shard (holding one record) appears when the test splits it; counts describes."""
+
+    def __init__(self) -> None:
+        self.shards = ["shard-1"]
+        self.describes = 0
+        self._pending = {"shard-2": [stream_record(7, "b", datetime.now(UTC))]}
+
+    def describe_stream(self, StreamArn: str) -> dict[str, Any]:  # noqa: N803 - boto3's parameter names
+        self.describes += 1
+        return {"StreamDescription": {"Shards": [{"ShardId": s} for s in self.shards]}}
+
+    def get_shard_iterator(self, StreamArn: str, ShardId: str, ShardIteratorType: str) -> dict[str, Any]:  # noqa: N803
+        return {"ShardIterator": ShardId}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+        return {"Records": self._pending.pop(ShardIterator, []), "NextShardIterator": ShardIterator}
+
+
+def test_a_shard_that_appears_later_is_read_once_the_discovery_interval_has_passed_and_not_described_each_poll(
+    monkeypatch,
+):
+    # Given a stream poller that has read its one shard, with an interval between discoveries no poll outlasts
+    monkeypatch.setattr("saga.local.pollers.SHARD_DISCOVERY_SECONDS", 3600.0)
+    streams = SplittingStreams()
+    delivered: list[str] = []
+
+    def relay(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        delivered.extend(r["dynamodb"]["SequenceNumber"] for r in event["Records"])
+        return {"batchItemFailures": []}
+
+    poller = StreamPoller(streams, "arn:stream", relay, on_failure=lambda _: None)  # type: ignore[arg-type]
+    assert poller.poll_once() == 0
+    # When the stream splits, and the poller polls again within the discovery interval
+    streams.shards.append("shard-2")
+    assert poller.poll_once() == 0
+    # Then it has described the stream once; and once the interval has passed, it reads the new shard's record
+    assert streams.describes == 1
+    monkeypatch.setattr("saga.local.pollers.SHARD_DISCOVERY_SECONDS", 0.0)  # (the interval, passed: no sleep)
+    assert poller.poll_once() == 1
+    assert (delivered, streams.describes) == (["7"], 2)
