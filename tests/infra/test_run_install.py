@@ -5,13 +5,16 @@ tools; and how `make run` and `make test` use it."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.metadata
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 import tomllib
 from pathlib import Path
 
@@ -231,3 +234,44 @@ def test_make_test_runs_mypy_alongside_pytest_fails_if_either_does_and_ends_with
     assert re.fullmatch(
         r"make test: \d+ s \(install \d+ s, ruff \d+ s, pytest \d+ s, mypy \d+ s alongside pytest\)", lines[-1]
     ), lines[-1]
+
+
+def _interruptible() -> None:
+    """A child as a terminal's Ctrl-C reaches it: its own process group, SIGINT at its default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.setpgid(0, 0)
+
+
+def test_an_interrupted_make_test_leaves_no_mypy_running(tmp_path):
+    # Given `make test` under way: pytest started, and mypy (run alongside it) still checking
+    venv = tmp_path / "venv"
+    plan = "\n".join(planned("install", f"VENV={venv}"))
+    [stamp] = re.findall(rf"touch ({re.escape(str(venv))}/\.installed-dev-\w+)", plan)
+    bin_dir = venv / "bin"
+    bin_dir.mkdir(parents=True)
+    Path(stamp).touch()
+    started, mypy_pid = tmp_path / "pytest-started", tmp_path / "mypy-pid"
+    fake_tool(bin_dir, "ruff", "exit 0\n")
+    fake_tool(bin_dir, "mypy", f"echo $$ > {mypy_pid}; exec sleep 600\n")
+    fake_tool(bin_dir, "pytest", f"touch {started}; exec sleep 600\n")
+    make = subprocess.Popen(
+        ["make", "--no-print-directory", "-C", str(packaging.ROOT), "test", f"VENV={venv}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_interruptible,  # noqa: PLW1509
+    )  # fmt: skip
+    try:
+        for _ in range(600):
+            if started.exists() and mypy_pid.exists() and mypy_pid.read_text().strip():
+                break
+            time.sleep(0.1)
+        pid = int(mypy_pid.read_text())
+        # When the developer presses Ctrl-C (SIGINT to make's whole process group, as a terminal sends it)
+        os.killpg(make.pid, signal.SIGINT)
+        make.wait(timeout=60)
+        # Then once make has ended, its mypy has ended too (not left checking on a shared machine, alone)
+        state = Path(f"/proc/{pid}/status")
+        assert not state.exists() or "\nState:\tZ" in state.read_text(), "mypy still runs after make ended"
+    finally:
+        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
+            os.kill(int(mypy_pid.read_text()), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(make.pid, signal.SIGKILL)
