@@ -192,6 +192,15 @@ def test_make_run_in_a_venv_that_make_test_installed_installs_nothing(tmp_path):
     assert [line.rstrip() for line in planned("run", f"VENV={venv}")] == [f"{venv}/bin/saga local"]
 
 
+def installed_venv(venv: Path) -> Path:
+    """A .venv as `make install` leaves it (its stamp for the current dev lock), empty: its bin/ for fake tools."""
+    plan = "\n".join(planned("install", f"VENV={venv}"))
+    [stamp] = re.findall(rf"touch ({re.escape(str(venv))}/\.installed-dev-\w+)", plan)
+    (venv / "bin").mkdir(parents=True)
+    Path(stamp).touch()
+    return venv / "bin"
+
+
 def fake_tool(bin_dir: Path, name: str, script: str) -> None:
     tool = bin_dir / name
     tool.write_text("#!/usr/bin/env bash\n" + textwrap.dedent(script))
@@ -207,11 +216,7 @@ def test_make_test_runs_mypy_alongside_pytest_fails_if_either_does_and_ends_with
     # Given a .venv `make install` made (its stamp current), whose ruff passes, whose mypy waits until pytest
     # has started (so run one after the other, it would never end) and whose mypy and pytest exit as given
     venv = tmp_path / "venv"
-    plan = "\n".join(planned("install", f"VENV={venv}"))
-    [stamp] = re.findall(rf"touch ({re.escape(str(venv))}/\.installed-dev-\w+)", plan)
-    bin_dir = venv / "bin"
-    bin_dir.mkdir(parents=True)
-    Path(stamp).touch()
+    bin_dir = installed_venv(venv)
     started = tmp_path / "pytest-started"
     fake_tool(bin_dir, "ruff", "exit 0\n")
     fake_tool(
@@ -245,11 +250,7 @@ def _interruptible() -> None:
 def test_an_interrupted_make_test_leaves_no_mypy_running(tmp_path):
     # Given `make test` under way: pytest started, and mypy (run alongside it) still checking
     venv = tmp_path / "venv"
-    plan = "\n".join(planned("install", f"VENV={venv}"))
-    [stamp] = re.findall(rf"touch ({re.escape(str(venv))}/\.installed-dev-\w+)", plan)
-    bin_dir = venv / "bin"
-    bin_dir.mkdir(parents=True)
-    Path(stamp).touch()
+    bin_dir = installed_venv(venv)
     started, mypy_pid = tmp_path / "pytest-started", tmp_path / "mypy-pid"
     fake_tool(bin_dir, "ruff", "exit 0\n")
     fake_tool(bin_dir, "mypy", f"echo $$ > {mypy_pid}; exec sleep 600\n")
