@@ -226,6 +226,8 @@ class AuditReport:
     repaired: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
     rebuilt: list[Rebuilt] = field(default_factory=list)
+    # Rebuilds not made: the record moved between its judgement and the rebuild's compare-and-swap.
+    notRebuilt: list[str] = field(default_factory=list)
 
     @property
     def oldest_age_seconds(self) -> float:
@@ -240,5 +242,6 @@ class AuditReport:
             "withinGrace": self.withinGrace,
             "repaired": self.repaired,
             "rebuilt": [r.to_json() for r in self.rebuilt],
+            "notRebuilt": self.notRebuilt,
             "unreadable": self.unreadable,
         }

@@ -190,6 +190,7 @@ class JourneyAuditor:
             return finding
         decision = self._applier.rebuild(event, judged=record)
         if decision.outcome is Outcome.SKIPPED:
+            report.notRebuilt.append(finding.journeyId)
             logger.warning(
                 "not rebuilt: the record moved since it was audited; audit it again",
                 extra={"journey_id": finding.journeyId, "version": record.version},

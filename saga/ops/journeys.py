@@ -217,6 +217,8 @@ def audit_text(report: dict[str, Any]) -> str:
             f"{rebuilt['stateAfter']}, seq {rebuilt['seqBefore']} -> {rebuilt['seqAfter']} "
             f"(version {rebuilt['version']})"
         )
+    for journey_id in report["notRebuilt"]:
+        lines.append(f"not rebuilt {journey_id}: the record moved since it was audited; audit it again")
     for finding in report["outOfSync"]:
         lines += [
             f"OUT OF SYNC {finding['journeyId']}  ({finding['kind']}, for {finding['ageSeconds']:.0f} s, "

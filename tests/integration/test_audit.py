@@ -10,11 +10,13 @@ import pytest
 
 from functions.auditor import bootstrap as auditor_bootstrap
 from functions.auditor.audit import Kind
+from functions.auditor.service import JourneyAuditor
 from functions.auditor.settings import AuditorSettings
-from functions.auditor.store import DynamoAuditState
+from functions.auditor.store import DynamoAuditState, DynamoTruthReader
+from saga.ops.journeys import audit_text
 from shared import event_ids
-from shared.applier import EventApplier
-from shared.control_record import new_control_record
+from shared.applier import Decision, EventApplier
+from shared.control_record import ControlRecord, new_control_record
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.events import LoanEvent
 from tests.support import json_of, quiet_metrics
@@ -282,6 +284,34 @@ def test_a_rebuild_re_projects_a_record_ahead_from_the_ledger_and_says_what_chan
     # And a second rebuild changes nothing
     assert auditor.audit(["j-rebuild"], repair=True, rebuild=True).rebuilt == []
     assert records.get("j-rebuild") == after
+
+
+def test_a_rebuild_whose_record_moved_after_its_judgement_is_reported_not_rebuilt_and_changes_nothing(
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
+):
+    # Given a record forged ahead, and a write that moves it between the audit's judgement and its rebuild
+    journey(dynamodb, resources, "j-moved")
+    event = simulate_at_loans_api(loans_api, "j-moved")
+    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "reply")
+    forge_ahead(dynamodb, resources, records, "j-moved")
+    applier = EventApplier(records, clock=lambda: event.occurredAt + LATER)
+    real_rebuild = applier.rebuild
+
+    def moved_first(truth: LoanEvent, judged: ControlRecord) -> Decision:
+        moved = judged.model_copy(update={"version": judged.version + 1})
+        assert records.replace(moved, expected_version=judged.version)
+        return real_rebuild(truth, judged)
+
+    applier.rebuild = moved_first  # type: ignore[method-assign]
+    auditor = JourneyAuditor(DynamoTruthReader(dynamodb, settings.loans_table_name), records, applier,
+                             lambda: event.occurredAt + LATER, settings.grace_seconds)  # fmt: skip
+    # When the audit repairs with a rebuild
+    report = auditor.audit(["j-moved"], repair=True, rebuild=True).to_json()
+    # Then the rebuild was not made, the report says so (and `saga audit` prints why), and nothing was rebuilt
+    assert (report["rebuilt"], report["notRebuilt"]) == ([], ["j-moved"])
+    text = audit_text({**report, "scope": "1 journey(s) named", "graceSeconds": 0, "unknown": []})
+    assert "not rebuilt j-moved: the record moved since it was audited; audit it again" in text.splitlines()
+    assert records.get("j-moved").lastAppliedSeq == 10**9
 
 
 def test_a_rebuild_moves_a_terminal_record_the_applier_would_never_move(
