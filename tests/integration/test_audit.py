@@ -241,14 +241,21 @@ def forge_ahead(dynamodb: DynamoDBClient, resources, records, journey_id: str, s
     )
 
 
+def ahead_of_its_simulation(dynamodb: DynamoDBClient, resources, loans_api, records, journey_id: str) -> LoanEvent:
+    """A journey simulated at loans-api whose record applied the simulation, then was forged ahead (seq
+    10^9: every real event is a no-op to it); loans-api's event."""
+    journey(dynamodb, resources, journey_id)
+    event = simulate_at_loans_api(loans_api, journey_id)
+    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "reply")
+    forge_ahead(dynamodb, resources, records, journey_id)
+    return event
+
+
 def test_a_record_ahead_of_loans_api_is_listed_with_the_rebuild_and_plain_repair_leaves_it(
     dynamodb: DynamoDBClient, resources, loans_api, settings, records
 ):
     # Given a record at the simulation, then forged ahead (seq 10^9: every real event is a no-op to it)
-    journey(dynamodb, resources, "j-ahead")
-    event = simulate_at_loans_api(loans_api, "j-ahead")
-    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "reply")
-    forge_ahead(dynamodb, resources, records, "j-ahead")
+    event = ahead_of_its_simulation(dynamodb, resources, loans_api, records, "j-ahead")
     auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
     # When the audit repairs, Then it lists the record as ahead, names the rebuild, and repairs nothing
     report = auditor.audit(["j-ahead"], repair=True)
@@ -263,10 +270,7 @@ def test_a_rebuild_re_projects_a_record_ahead_from_the_ledger_and_says_what_chan
     dynamodb: DynamoDBClient, resources, loans_api, settings, records
 ):
     # Given a record at the simulation forged ahead
-    journey(dynamodb, resources, "j-rebuild")
-    event = simulate_at_loans_api(loans_api, "j-rebuild")
-    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "reply")
-    forge_ahead(dynamodb, resources, records, "j-rebuild")
+    event = ahead_of_its_simulation(dynamodb, resources, loans_api, records, "j-rebuild")
     before = records.get("j-rebuild")
     assert before is not None
     auditor, _ = auditor_at(dynamodb, settings, event.occurredAt + LATER)
@@ -290,10 +294,7 @@ def test_a_rebuild_whose_record_moved_after_its_judgement_is_reported_not_rebuil
     dynamodb: DynamoDBClient, resources, loans_api, settings, records
 ):
     # Given a record forged ahead, and a write that moves it between the audit's judgement and its rebuild
-    journey(dynamodb, resources, "j-moved")
-    event = simulate_at_loans_api(loans_api, "j-moved")
-    EventApplier(records, clock=lambda: event.occurredAt).apply(event, "reply")
-    forge_ahead(dynamodb, resources, records, "j-moved")
+    event = ahead_of_its_simulation(dynamodb, resources, loans_api, records, "j-moved")
     applier = EventApplier(records, clock=lambda: event.occurredAt + LATER)
     real_rebuild = applier.rebuild
 
