@@ -88,7 +88,8 @@ class _Server(ThreadingHTTPServer):
 class ApiServer(ThreadedHttpServer):
     """Serves `handler` on host:port. `health` (when given) must say True for GET /health to reach
     the handler; otherwise the server answers 503 itself, naming the parts that are down. `served` (when
-    given) is called after each request the handler answered."""
+    given) is called once the handler has run for a request, whether it answered or failed, before its
+    reply is written (a reply lost on the way out changes nothing that was committed)."""
 
     def __init__(
         self,
@@ -143,9 +144,10 @@ class ApiServer(ThreadedHttpServer):
             logger.exception("function error", extra={"function": self.name})
             self._write(request, 502, {"Content-Type": "application/json"}, b'{"message": "Internal server error"}')
             return
+        finally:
+            if self._served is not None:  # before the reply is written: a reply that cannot be is a lost one
+                self._served()
         self._write(request, result.status, result.headers, result.body)
-        if self._served is not None:
-            self._served()
 
     @staticmethod
     def _write(request: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes) -> None:

@@ -74,7 +74,7 @@ class RuntimeConfig:
     loans_api_url: str | None = None
     region: str = "us-east-1"
     # An idle poller waits poll_idle_seconds, doubling up to poll_max_idle_seconds (a stream shard's
-    # four polls a second in Lambda); a request loans-api served wakes the relay at once, and what the
+    # four polls a second in Lambda); each request loans-api's handler ran wakes the relay at once, and what the
     # relay or the sweeper published wakes the consumer (saga.local.pollers.PollingLoop).
     poll_idle_seconds: float = 0.05
     poll_max_idle_seconds: float = 0.25
@@ -311,8 +311,8 @@ class LocalRuntime:
         self._relay = relay_loop
 
     def _loans_api_served(self) -> None:
-        """After each request loans-api answered: a command's outbox event is in the stream by the time
-        its reply is sent, so the relay polls now rather than at its next idle tick."""
+        """After each request loans-api's handler ran: a command's outbox event is in the stream by then,
+        whether or not its reply reaches the caller, so the relay polls now rather than at its next idle tick."""
         if self._relay is not None:
             self._relay.nudge()
 
