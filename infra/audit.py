@@ -25,11 +25,16 @@ class JourneyAudit(Construct):
         function: lambda_.Function,
         loans_table: dynamodb.ITable,
         journeys_table: dynamodb.ITable,
+        changes_index_shards: int,
     ) -> None:
         super().__init__(scope, construct_id)
         configure(
             function,
-            AuditorSettings(loans_table_name=loans_table.table_name, journeys_table_name=journeys_table.table_name),
+            AuditorSettings(
+                loans_table_name=loans_table.table_name,
+                journeys_table_name=journeys_table.table_name,
+                changes_index_shards=changes_index_shards,
+            ),
         )
         purpose = "Compare the Control Records of recently changed journeys with loans-api's ledgers"
         self.schedule = run_every(self, "AuditSchedule", schedule(topology.AUDITOR), function, purpose)

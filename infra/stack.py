@@ -104,7 +104,10 @@ class LoanSagaStack(Stack):
         loans_api.grant_invoke(fns.orchestrator)
         loans_api.grant_invoke_route(fns.consumer, *LEDGER_READ)
 
-        configure(fns.loans_api, LoansSettings(loans_table_name=data.loans.table_name))
+        # The journey-changes index's shards follow the target rate: loans-api writes to them, the sweeper
+        # and the audit walk them (shared/keys.py).
+        shards = capacity.changes_index_shards
+        configure(fns.loans_api, LoansSettings(loans_table_name=data.loans.table_name, changes_index_shards=shards))
         orchestrator_settings = OrchestratorSettings(  # also the Bedrock executor's: the same code
             journeys_table_name=data.journeys.table_name,
             loans_api_url=loans_api.api.url.rstrip("/"),
@@ -122,6 +125,7 @@ class LoanSagaStack(Stack):
         outbox_settings = RelaySettings(
             loans_table_name=data.loans.table_name,
             events_topic_arn=messaging.topic.topic_arn,
+            changes_index_shards=shards,
         )
         for outbox_worker in (fns.relay, fns.sweeper):
             configure(outbox_worker, outbox_settings)
@@ -129,7 +133,8 @@ class LoanSagaStack(Stack):
         road_2 = EventSources(
             self, "EventSources", loans_table=data.loans, functions=fns, messaging=messaging, capacity=capacity
         )
-        audit = JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys)
+        audit = JourneyAudit(self, "Audit", function=fns.auditor, loans_table=data.loans, journeys_table=data.journeys,
+                             changes_index_shards=shards)  # fmt: skip
         functions = {
             "orchestrator": fns.orchestrator,
             "loans-api": fns.loans_api,

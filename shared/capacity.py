@@ -1,5 +1,5 @@
 """Settings derived from a target rate of journeys per second: the agent API's throttle, the
-consumer's concurrency and the relay's parallelization factor. The CDK app
+consumer's concurrency, the relay's parallelization factor and the journey-changes index's shards. The CDK app
 takes the target as `-c targetJourneysPerSecond=N` (docs/SCALE.md); bench/scale.py finds what breaks
 first at a rate, from the benchmark's measured costs and AWS's quotas. Pure: no AWS, no CDK."""
 
@@ -34,6 +34,9 @@ class Workload:
     consumer_seconds_per_event: float = 0.02
     relay_seconds_per_event: float = 0.05
     loans_table_write_units: float = 28.0  # measured; it decides how many partitions (stream shards) there are
+    # Events of the most frequent type (a journey simulates twice): one journey-changes index entry each,
+    # one write unit each (keys only), all on that type's partitions of the index.
+    hottest_event_type_events: int = 2
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class Capacity:
     orchestrator_burst: int
     consumer_max_concurrency: int
     relay_parallelization_factor: int
+    # Partitions per event type of the journey-changes index (shared/keys.py changes_partition): enough
+    # that the most frequent type's entries stay at half a partition's write units.
+    changes_index_shards: int
 
 
 def derive(target_journeys_per_second: float, workload: Workload | None = None) -> Capacity:
@@ -55,12 +61,14 @@ def derive(target_journeys_per_second: float, workload: Workload | None = None) 
     consumers = math.ceil(rate * w.events * w.consumer_seconds_per_event / UTILIZATION)
     stream_shards = max(INITIAL_PARTITIONS, rate * w.loans_table_write_units / PARTITION_WRITE_UNITS_PER_SECOND)
     per_shard = rate * w.events / stream_shards * w.relay_seconds_per_event / UTILIZATION
+    hottest_units = rate * w.hottest_event_type_events  # an index entry is one write unit (keys only, < 1 KB)
     return Capacity(
         target_journeys_per_second=rate,
         orchestrator_rate=api_rate,
         orchestrator_burst=2 * api_rate,
         consumer_max_concurrency=min(1000, max(2, consumers)),  # SQS event source: 2..1,000
         relay_parallelization_factor=min(10, max(1, math.ceil(per_shard))),  # streams: 1..10
+        changes_index_shards=max(1, math.ceil(hottest_units / (PARTITION_WRITE_UNITS_PER_SECOND * UTILIZATION))),
     )
 
 

@@ -8,20 +8,23 @@ from typing import Any
 
 from shared.dynamo import from_item, to_item
 from shared.events import LoanEvent
-from shared.keys import EVENT_PREFIX, event_sk, journey_pk
+from shared.keys import EVENT_PREFIX, changes_partition, changes_shard, event_sk, journey_pk
+from shared.tables import CHANGES_PARTITION_ATTRIBUTE
 
 PENDING = "PENDING"
 NOTIFIED = "NOTIFIED"
 
 
-def outbox_item(event: LoanEvent) -> dict[str, Any]:
-    """The outbox item for `event`, PENDING (it is in the journey-changes index by its type and eventId)."""
+def outbox_item(event: LoanEvent, changes_shards: int = 1) -> dict[str, Any]:
+    """The outbox item for `event`, PENDING: in the journey-changes index by its type and its journey's
+    shard among `changes_shards` (loans-api's setting), and its eventId."""
     values = event.model_dump(mode="json")
     return to_item(
         {
             "pk": journey_pk(event.journeyId),
             "sk": event_sk(event.seq),
             **values,
+            CHANGES_PARTITION_ATTRIBUTE: changes_partition(event.type, changes_shard(event.journeyId, changes_shards)),
             "status": PENDING,
             "attempts": 0,
         }

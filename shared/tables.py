@@ -11,13 +11,14 @@ PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "expiresAt"
 
-# The index of what changed when: every outbox event item, keyed by its type (a handful of partitions)
-# and its UUIDv7 eventId (sorts by time), keys only. "Which events since T" is one Query per event type
-# from the smallest id of T: the scheduled audit reads the journeys that changed, and the sweeper walks
-# it from its cursor to find the events still PENDING (D7; there is no index of pending events).
-# Writers set nothing new: `type` and `eventId` are on every event item already.
+# The index of what changed when: every outbox event item, keyed by its `changesKey` (its type and a
+# shard: shared/keys.py changes_partition, the shard count derived from the target rate) and its UUIDv7
+# eventId (sorts by time), keys only. "Which events since T" is one Query per partition from the smallest
+# id of T: the scheduled audit reads the journeys that changed, and the sweeper walks each partition from
+# its cursor to find the events still PENDING (D7; there is no index of pending events). One entry per
+# event, whatever the shard count; each partition takes 1,000 write units/s, so the shards carry the rate.
 CHANGES_INDEX = "journey-changes"
-CHANGES_PARTITION_ATTRIBUTE = "type"
+CHANGES_PARTITION_ATTRIBUTE = "changesKey"
 CHANGES_SORT_ATTRIBUTE = "eventId"
 
 

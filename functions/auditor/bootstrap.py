@@ -33,7 +33,7 @@ def build_auditor(
         clock,
         settings.grace_seconds,
     )
-    return auditor, DynamoChangeFinder(loans, settings.loans_table_name)
+    return auditor, DynamoChangeFinder(loans, settings.loans_table_name, settings.changes_index_shards)
 
 
 def build_scheduled(

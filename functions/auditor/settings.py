@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from pydantic import Field
+
+from shared.capacity import DEFAULT_CAPACITY
 from shared.settings import BaseSettings
 
 
@@ -17,3 +20,6 @@ class AuditorSettings(BaseSettings):
     # day a 5-minute run reads ~14,000. A busier window is finished by the next runs.
     max_changes_per_run: int = 50_000
     max_suspects: int = 1000
+    # The journey-changes index's shards per event type loans-api writes to (shared/keys.py): the audit
+    # walks this many, or more if the sweeper recorded a larger count.
+    changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)

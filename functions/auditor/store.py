@@ -17,7 +17,7 @@ from shared import event_ids, outbox
 from shared.batch_read import batch_get
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
-from shared.keys import JOURNEY_PREFIX, LEDGER_SK, event_sk, journey_pk
+from shared.keys import CHANGES_SHARDS_KEY, JOURNEY_PREFIX, LEDGER_SK, changes_partitions, event_sk, journey_pk
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -62,38 +62,55 @@ class DynamoTruthReader:
         return EventFacts(event, values.get("status"), occurred)
 
 
-class DynamoChangeFinder:
-    """Which journeys changed when: the keys-only changes index (one partition per event type, sorted
-    by UUIDv7 eventId), or, for an audit of everything, a scan of the ledgers."""
+# Index entries a partition's Query asks for at a time: the merge reads a partition's next page only when
+# it needs it, so a run that stops at its limit has read about that many entries, plus at most a page
+# of each partition, however many shards there are.
+CHANGES_PAGE_SIZE = 200
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+
+class DynamoChangeFinder:
+    """Which journeys changed when: the keys-only changes index (a partition per event type and shard,
+    sorted by UUIDv7 eventId), or, for an audit of everything, a scan of the ledgers.
+
+    It walks every event type's shards 0 .. n-1, n the larger of `shards` (the count loans-api is
+    configured with) and the count the sweeper recorded as in use (shared/keys.py CHANGES_SHARDS_KEY):
+    entries written under a count since lowered are still read. One position serves every partition (the
+    audit's `after`): the partitions are merged by eventId, so a cursor per partition would stand at the
+    same id in each."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str, shards: int = 1) -> None:
         self._client = client
         self._table = table_name
+        self._shards = shards
 
     def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]:
         """The events with an id above `after` (an eventId, or `event_ids.lower_bound` of a time) and
         minted before `end`, oldest first, at most `limit`."""
         before = event_ids.lower_bound(end)
-        per_type = [self._changes(event_type, after, before, limit) for event_type in sorted(KNOWN_EVENT_TYPES)]
-        return list(islice(heapq.merge(*per_type), limit))
+        partitions = changes_partitions(KNOWN_EVENT_TYPES, max(self._shards, self._recorded_shards()))
+        per_partition = [self._changes(partition, after, before, limit) for partition in partitions]
+        return list(islice(heapq.merge(*per_partition), limit))
 
-    def _changes(self, event_type: str, after: str, before: str, limit: int) -> list[Change]:
+    def _recorded_shards(self) -> int:
+        item = self._client.get_item(TableName=self._table, Key=to_item(CHANGES_SHARDS_KEY), ConsistentRead=True)
+        return int(from_item(item.get("Item") or {}).get("shards", 0))
+
+    def _changes(self, partition: str, after: str, before: str, limit: int) -> Iterator[Change]:
+        """One partition's changes, oldest first, read a page at a time as the merge asks for them."""
         pages = self._client.get_paginator("query").paginate(
             TableName=self._table,
             IndexName=CHANGES_INDEX,
-            KeyConditionExpression="#type = :type AND #id > :after",
-            ExpressionAttributeNames={"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
-            ExpressionAttributeValues=to_item({":type": event_type, ":after": after}),
-            PaginationConfig={"MaxItems": limit, "PageSize": limit},
+            KeyConditionExpression="#partition = :partition AND #id > :after",
+            ExpressionAttributeNames={"#partition": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
+            ExpressionAttributeValues=to_item({":partition": partition, ":after": after}),
+            PaginationConfig={"MaxItems": limit, "PageSize": min(limit, CHANGES_PAGE_SIZE)},
         )
-        found: list[Change] = []
-        for page in pages:
+        for page in pages:  # lazy: a page is read when the merge reaches it
             for item in page.get("Items", []):
                 event_id = item[CHANGES_SORT_ATTRIBUTE]["S"]
                 if event_id >= before:
-                    return found
-                found.append(Change(event_id, item["pk"]["S"].removeprefix(JOURNEY_PREFIX)))
-        return found
+                    return
+                yield Change(event_id, item["pk"]["S"].removeprefix(JOURNEY_PREFIX))
 
     def all_journeys(self) -> Iterator[str]:
         pages = self._client.get_paginator("scan").paginate(

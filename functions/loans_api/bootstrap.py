@@ -16,7 +16,7 @@ from shared.guards import guarded
 
 def build_service(settings: LoansSettings, metrics: Metrics) -> LoansService:
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url)
-    store = DynamoLoanStore(dynamodb, settings.loans_table_name)
+    store = DynamoLoanStore(dynamodb, settings.loans_table_name, settings.changes_index_shards)
     return LoansService(
         store,
         metrics,

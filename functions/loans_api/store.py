@@ -40,9 +40,10 @@ DISBURSED_MARK = "disbursementId"
 class DynamoLoanStore:
     """LoanStore on one DynamoDB table (single-table design, see docs/ARCHITECTURE.md, Data model)."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str, changes_shards: int = 1) -> None:
         self._client = client
         self._table = table_name
+        self._changes_shards = changes_shards  # the journey-changes index's shards to write events to
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -101,7 +102,7 @@ class DynamoLoanStore:
             {
                 "Put": {
                     "TableName": self._table,
-                    "Item": outbox.outbox_item(change.event),
+                    "Item": outbox.outbox_item(change.event, self._changes_shards),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             },

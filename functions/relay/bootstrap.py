@@ -48,6 +48,7 @@ def sweep_limits(settings: RelaySettings) -> SweepLimits:
         max_revisits=settings.sweep_max_revisits,
         budget_seconds=settings.sweep_budget_seconds,
         initial_lookback_seconds=settings.sweep_initial_lookback_seconds,
+        shards=settings.changes_index_shards,
     )
 
 

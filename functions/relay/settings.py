@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from pydantic import Field
+
 from shared import topology
+from shared.capacity import DEFAULT_CAPACITY
 from shared.settings import BaseSettings
 
 # The sweeper's function timeout (infra deploys it): a run can last no longer, so its lease
@@ -30,3 +33,6 @@ class RelaySettings(BaseSettings):
     # upgraded from the pending index had its older events swept by the sweeper it replaces).
     sweep_initial_lookback_seconds: float = 24 * 3600
     sweep_margin_seconds: float = LATE_COMMIT_MARGIN_SECONDS
+    # The journey-changes index's shards per event type loans-api writes to (shared/keys.py): the sweeper
+    # walks this many, or more if a larger count was ever recorded.
+    changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)

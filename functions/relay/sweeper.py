@@ -1,8 +1,14 @@
 """The sweeper (docs/ARCHITECTURE.md, D7): road 2's backstop, and the outbox's age.
 
 There is no index of pending events. Every outbox event is in the keys-only `journey-changes` index
-(shared/tables.py CHANGES_INDEX: one partition per event type, sorted by the UUIDv7 eventId, so by
-time), and the sweeper walks each partition from a cursor it keeps in the loans table:
+(shared/tables.py CHANGES_INDEX: a partition per event type and shard, sorted by the UUIDv7 eventId, so
+by time), and the sweeper walks each partition from a cursor it keeps in the loans table:
+
+* The partitions are every event type's shards 0 .. n-1 (shared/keys.py changes_partitions), n the larger
+  of its configured shard count (the target rate's, as loans-api's) and the count recorded in the table,
+  which a run configured with more raises first and nothing lowers: entries written under a count since
+  lowered are still walked. A partition without a cursor (a new shard) is walked from the initial
+  lookback, so what loans-api wrote there before this sweeper knew the count is still examined.
 
 * Each run examines the events of each partition from its cursor up to the horizon, `now - threshold`:
   an event younger than that is the stream's (the relay publishes it within a second) and is not yet
@@ -48,9 +54,10 @@ from functions.relay.service import OutboxRelay
 from shared import event_ids, outbox
 from shared import metric_names as names
 from shared.batch_read import BATCH_GET_LIMIT, batch_read
+from shared.capacity import DEFAULT_CAPACITY
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
-from shared.keys import SWEEPER_CURSOR_PK
+from shared.keys import CHANGES_SHARDS_KEY, SWEEPER_CURSOR_PK, changes_partitions
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -58,7 +65,13 @@ if TYPE_CHECKING:
 
 logger = Logger(child=True)
 
-PARTITIONS = tuple(sorted(KNOWN_EVENT_TYPES))
+# The index's partitions at the default shard count (the local runtime's, the bench's).
+PARTITIONS = changes_partitions(KNOWN_EVENT_TYPES, DEFAULT_CAPACITY.changes_index_shards)
+
+
+def partitions(shards: int) -> tuple[str, ...]:
+    """Every partition of the changes index under `shards` shards per event type."""
+    return changes_partitions(KNOWN_EVENT_TYPES, shards)
 
 
 @dataclass(frozen=True, order=True)
@@ -86,6 +99,14 @@ class Cursor:
 
 
 class SweepStore(Protocol):
+    def recorded_shards(self) -> int:
+        """The changes index's shard count recorded as in use (0: none recorded yet)."""
+        ...
+
+    def record_shards(self, shards: int) -> None:
+        """Record `shards` as in use, unless a larger count is recorded (it is never lowered)."""
+        ...
+
     def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]: ...
 
     def save(self, cursor: Cursor) -> bool:
@@ -146,6 +167,7 @@ class SweepLimits:
     max_revisits: int
     budget_seconds: float
     initial_lookback_seconds: float
+    shards: int = 1  # the changes index's shards per event type loans-api is configured with
 
 
 class OutboxSweeper:
@@ -170,7 +192,10 @@ class OutboxSweeper:
         deadline = self._elapsed() + self._limits.budget_seconds
         horizon = event_ids.lower_bound(now - timedelta(seconds=self._limits.threshold_seconds))
         tally = _Tally()
-        for partition, cursor in self._store.cursors(PARTITIONS).items():
+        recorded = self._store.recorded_shards()
+        if self._limits.shards > recorded:
+            self._store.record_shards(self._limits.shards)
+        for partition, cursor in self._store.cursors(partitions(max(recorded, self._limits.shards))).items():
             moved = self._sweep_partition(cursor, now, horizon, deadline, tally)
             if not self._store.save(moved):
                 logger.warning("another sweep moved this cursor further: this run's is not saved",
@@ -308,10 +333,12 @@ class PendingNow:
 
 def pending_now(store: SweepStore, now: datetime, margin_seconds: float) -> PendingNow:
     """What is PENDING now, as far as the sweeper can know, without changing anything (`saga status`):
-    its revisits and every event from its cursors' margin up to now, read whole and strongly consistent.
-    A partition never swept is read from `now` less the margin."""
+    its revisits and every event from its cursors' margin up to now, read whole and strongly consistent,
+    in every partition the sweeper walks (the shard count it recorded; the default's when none is). A
+    partition never swept is read from `now` less the margin."""
     entries: dict[tuple[str, str], Entry] = {}
-    for cursor in store.cursors(PARTITIONS).values():
+    shards = max(store.recorded_shards(), DEFAULT_CAPACITY.changes_index_shards)
+    for cursor in store.cursors(partitions(shards)).values():
         start = _margin_start(cursor.after or event_ids.lower_bound(now), timedelta(seconds=margin_seconds))
         found, _ = store.changes(cursor.partition, start, event_ids.lower_bound(now + timedelta(seconds=1)), 100_000)
         entries.update({(e.pk, e.sk): e for e in [*cursor.revisits, *found]})
@@ -351,6 +378,26 @@ class DynamoSweepStore:
         self._table = table_name
         self._sleep = sleep
 
+    def recorded_shards(self) -> int:
+        key = Entry("", CHANGES_SHARDS_KEY["pk"], CHANGES_SHARDS_KEY["sk"])
+        found, unread = self.read([key], consistent=True)
+        if unread:
+            raise RuntimeError("the changes index's shard count could not be read (throttled): this run does nothing")
+        return int(from_item(found[key]).get("shards", 0)) if key in found else 0
+
+    def record_shards(self, shards: int) -> None:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=to_item({**CHANGES_SHARDS_KEY, "shards": shards}),
+                ConditionExpression="attribute_not_exists(pk) OR #shards < :shards",
+                ExpressionAttributeNames={"#shards": "shards"},
+                ExpressionAttributeValues=to_item({":shards": shards}),
+            )
+        except ClientError as error:
+            if error_code(error) != "ConditionalCheckFailedException":  # a larger count is recorded: it stays
+                raise
+
     def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]:
         keys = [Entry("", SWEEPER_CURSOR_PK, partition) for partition in partitions]
         found, unread = self.read(keys, consistent=True)
@@ -385,9 +432,9 @@ class DynamoSweepStore:
         pages = self._client.get_paginator("query").paginate(
             TableName=self._table,
             IndexName=CHANGES_INDEX,
-            KeyConditionExpression="#type = :type AND #id BETWEEN :above AND :below",
-            ExpressionAttributeNames={"#type": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
-            ExpressionAttributeValues=to_item({":type": partition, ":above": above, ":below": below}),
+            KeyConditionExpression="#partition = :partition AND #id BETWEEN :above AND :below",
+            ExpressionAttributeNames={"#partition": CHANGES_PARTITION_ATTRIBUTE, "#id": CHANGES_SORT_ATTRIBUTE},
+            ExpressionAttributeValues=to_item({":partition": partition, ":above": above, ":below": below}),
         )
         found: list[Entry] = []
         for page in pages:  # lazy: leaving the loop reads no further page

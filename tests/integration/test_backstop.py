@@ -18,7 +18,7 @@ from shared import outbox, tables
 from shared.control_store import DynamoControlRecordStore
 from shared.dynamo import to_item
 from shared.events import LoanEvent, LoanSnapshot, UnreadableEvent, parse_event
-from shared.keys import event_sk, journey_pk
+from shared.keys import changes_partition, event_sk, journey_pk
 from tests.support import quiet_metrics, uuid7_at
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def unreadable_pending_item(journey_id: str, minutes_ago: float = 6) -> dict:
             "journeyId": journey_id,
             "seq": "one",
             "type": "SimulationCreated",
+            tables.CHANGES_PARTITION_ATTRIBUTE: changes_partition("SimulationCreated", 0),
             "status": outbox.PENDING,
         }
     )
@@ -168,11 +169,12 @@ def test_the_changes_index_holds_keys_only_and_the_sweeper_publishes_the_whole_e
     entries = dynamodb.query(
         TableName=resources.loans_table,
         IndexName=tables.CHANGES_INDEX,
-        KeyConditionExpression="#type = :type",
-        ExpressionAttributeNames={"#type": tables.CHANGES_PARTITION_ATTRIBUTE},
-        ExpressionAttributeValues=to_item({":type": "JourneyCancelled"}),
+        KeyConditionExpression="#partition = :partition",
+        ExpressionAttributeNames={"#partition": tables.CHANGES_PARTITION_ATTRIBUTE},
+        ExpressionAttributeValues=to_item({":partition": changes_partition("JourneyCancelled", 0)}),
     )["Items"]
-    assert {frozenset(item) for item in entries} == {frozenset({"pk", "sk", "type", "eventId"})}
+    keys = {"pk", "sk", tables.CHANGES_PARTITION_ATTRIBUTE, "eventId"}
+    assert {frozenset(item) for item in entries} == {frozenset(keys)}, f"index entries: {entries}"
     assert len(entries) == 4
     # When the sweeper runs
     report = relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper")).sweep()

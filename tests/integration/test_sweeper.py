@@ -16,7 +16,7 @@ from functions.relay.sweeper import PARTITIONS, Cursor, DynamoSweepStore
 from shared import event_ids, outbox
 from shared.dynamo import to_item
 from shared.events import LoanEvent
-from shared.keys import event_sk, journey_pk
+from shared.keys import changes_partition, event_sk, journey_pk
 from tests.integration.test_backstop import received, stale_event, unreadable_pending_item
 from tests.support import quiet_metrics
 
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+# The partition of the events stale_event makes, at the default shard count (one per event type)
+CANCELLED = changes_partition("JourneyCancelled", 0)
+SIMULATED = changes_partition("SimulationCreated", 0)  # unreadable_pending_item's
 THRESHOLD = timedelta(seconds=RelaySettings.model_fields["sweep_threshold_seconds"].default)
 
 
@@ -92,7 +95,7 @@ def test_the_cursor_survives_an_unreadable_item_which_is_revisited_and_still_cou
     # Then the event was republished, the bad item kept to revisit, and the cursor moved past both
     assert (first.republished, first.unreadable, first.pending, first.revisits) == (1, 1, 2, 1)
     assert first.oldest_age_seconds >= 6 * 60 - 1
-    cursor = cursors(dynamodb, resources)["SimulationCreated"]
+    cursor = cursors(dynamodb, resources)[SIMULATED]
     assert [e.event_id for e in cursor.revisits] == [bad["eventId"]["S"]]
     assert cursor.after is not None
     assert cursor.after > bad["eventId"]["S"]
@@ -106,7 +109,7 @@ def test_the_cursor_survives_an_unreadable_item_which_is_revisited_and_still_cou
     second = relay_bootstrap.build_sweeper(relay_settings, metrics, clock=lambda: later).sweep()
     # Then the cursor moved on past the newer event, which was republished
     assert second.republished == 1
-    moved = cursors(dynamodb, resources)["SimulationCreated"]
+    moved = cursors(dynamodb, resources)[SIMULATED]
     assert moved.after is not None
     assert moved.after > newer.eventId > cursor.after
     # And the bad item was read again from the revisit list: still kept, counted, and the oldest pending
@@ -186,7 +189,7 @@ def test_when_the_revisit_list_is_full_the_cursor_waits_and_nothing_is_dropped(
     # Then all four were counted, two are kept to revisit, and the cursor waits before the third
     assert (report.unreadable, report.pending, report.revisits, report.cursor_held) == (4, 4, 2, True)
     ids = [item["eventId"]["S"] for item in bad]
-    cursor = cursors(dynamodb, resources)["SimulationCreated"]
+    cursor = cursors(dynamodb, resources)[SIMULATED]
     assert [e.event_id for e in cursor.revisits] == ids[:2]
     assert cursor.after is not None
     assert ids[1] <= cursor.after < ids[2]
@@ -208,12 +211,12 @@ def test_a_bounded_sweep_stops_its_cursor_where_it_stopped_counts_what_is_ahead_
     # When the sweeper runs
     first = sweeper.sweep()
     # Then its cursor stops at the second event, and what lies ahead (unexamined, maybe PENDING) is in the age
-    assert cursors(dynamodb, resources)["JourneyCancelled"].after == events[1].eventId
+    assert cursors(dynamodb, resources)[CANCELLED].after == events[1].eventId
     assert (first.pending, first.republished) == (0, 0)
     assert first.oldest_age_seconds >= 9 * 60 - 1
     # And the next run goes on from there to the horizon: nothing is pending, the age is zero
     second = sweeper.sweep()
-    assert cursors(dynamodb, resources)["JourneyCancelled"].after == event_ids.lower_bound(now - THRESHOLD)
+    assert cursors(dynamodb, resources)[CANCELLED].after == event_ids.lower_bound(now - THRESHOLD)
     assert (second.pending, second.oldest_age_seconds) == (0, 0.0)
 
 
@@ -224,7 +227,7 @@ def test_a_sweep_out_of_time_keeps_its_revisits_and_its_cursor_and_still_counts_
     put(dynamodb, resources, unreadable_pending_item("slow", minutes_ago=6))
     now = datetime.now(UTC)
     relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper"), clock=lambda: now).sweep()
-    before = cursors(dynamodb, resources)["JourneyCancelled"]
+    before = cursors(dynamodb, resources)[CANCELLED]
     put(dynamodb, resources, outbox.outbox_item(stale_event("unseen", 1, minutes_ago=-3)))
     # When a sweep runs with no time left at all (its budget spent before its first batch)
     spent = relay_settings.model_copy(update={"sweep_budget_seconds": 0.0})
@@ -233,6 +236,6 @@ def test_a_sweep_out_of_time_keeps_its_revisits_and_its_cursor_and_still_counts_
     # Then it republished nothing, kept the revisit, left the unseen event's cursor before it, and the age
     # still counts the item
     assert (report.republished, report.revisits) == (0, 1)
-    assert [e.event_id for e in cursors(dynamodb, resources)["SimulationCreated"].revisits] != []
-    assert cursors(dynamodb, resources)["JourneyCancelled"].after == before.after
+    assert [e.event_id for e in cursors(dynamodb, resources)[SIMULATED].revisits] != []
+    assert cursors(dynamodb, resources)[CANCELLED].after == before.after
     assert report.oldest_age_seconds >= 11 * 60 - 1

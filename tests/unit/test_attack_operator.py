@@ -23,6 +23,7 @@ from saga.ops import road2
 from saga.verify import checks
 from shared import event_ids, outbox
 from shared.events import LoanEvent, LoanSnapshot
+from shared.keys import changes_partition
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,6 +66,12 @@ class _IndexAndTable:
     def __init__(self, cursor: Cursor, index: list[Entry], table: dict[tuple[str, str], dict[str, Any]]):
         self.cursor, self.index, self.table = cursor, index, table
 
+    def recorded_shards(self) -> int:
+        return 1
+
+    def record_shards(self, shards: int) -> None:
+        raise AssertionError("status changes nothing")
+
     def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]:
         return {p: self.cursor if p == self.cursor.partition else Cursor(p) for p in partitions}
 
@@ -104,7 +111,7 @@ def test_the_oldest_pending_event_is_found_while_newer_ones_were_just_published(
         item["status"] = {"S": status}
         table[(item["pk"]["S"], item["sk"]["S"])] = item
         index.append(Entry(event.eventId, item["pk"]["S"], item["sk"]["S"]))
-    cursor = Cursor("JourneyCancelled", after=event_ids.lower_bound(stuck.occurredAt - timedelta(seconds=1)))
+    cursor = Cursor(changes_partition("JourneyCancelled", 0), after=event_ids.lower_bound(stuck.occurredAt - timedelta(seconds=1)))
     # When `saga status` (and `saga relay-failures clear`) ask what is PENDING now, as they do
     found = pending_now(_IndexAndTable(cursor, index, table), datetime.now(UTC), 60.0)
     # Then the oldest is the stuck one, 10 minutes old: not None, which status reports as an outbox age of
