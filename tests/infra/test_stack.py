@@ -44,7 +44,15 @@ def test_the_loans_table_streams_new_images_and_has_one_index_the_changes_index_
     assert [index["IndexName"] for index in local["GlobalSecondaryIndexes"]] == [tables.CHANGES_INDEX]
     # The audit's and the sweeper's index: every event by type and time, keys only (small, and no write on NOTIFIED)
     changes = indexes[tables.CHANGES_INDEX]
-    assert [k["AttributeName"] for k in changes["KeySchema"]] == ["type", "eventId"]
+    # Its partition key is the event type and a shard (`changesKey`, shared/keys.py), written on every event
+    # item beside `type`: one entry per event, spread over the shards the target rate derives
+    assert [(k["AttributeName"], k["KeyType"]) for k in changes["KeySchema"]] == [
+        ("changesKey", "HASH"),
+        ("eventId", "RANGE"),
+    ]
+    definitions = {a["AttributeName"]: a["AttributeType"] for a in loans["AttributeDefinitions"]}
+    assert (definitions["changesKey"], definitions["eventId"]) == ("S", "S")
+    assert "type" not in definitions, "the event type alone keys no index: one partition per type saturates"
     assert changes["Projection"] == {"ProjectionType": "KEYS_ONLY"}
 
 
@@ -260,6 +268,12 @@ def _sizing(resources: dict) -> dict:
     }
     return {
         "pendingShards": [v["POWERTOOLS_SERVICE_NAME"] for v in variables if "PENDING_SHARDS" in v],
+        # The journey-changes index's shards: its writer (loans-api) and its readers are told the same count
+        "changesIndexShards": {
+            v["POWERTOOLS_SERVICE_NAME"]: int(v["CHANGES_INDEX_SHARDS"])
+            for v in variables
+            if "CHANGES_INDEX_SHARDS" in v
+        },
         "parallelization": [m["ParallelizationFactor"] for m in mappings if "StartingPosition" in m],
         "consumers": [m["ScalingConfig"]["MaximumConcurrency"] for m in mappings if "ScalingConfig" in m],
         "throttles": [stages["OrchestratorApi"], stages["LoansApi"]],
@@ -268,7 +282,8 @@ def _sizing(resources: dict) -> dict:
 
 def test_the_defaults_are_sized_for_20_journeys_per_second(resources):
     assert _sizing(resources) == {
-        "pendingShards": [],  # no function is told of shards: there is no pending index
+        "pendingShards": [],  # no function is told of pending shards: there is no pending index
+        "changesIndexShards": dict.fromkeys(SHARDED_INDEX_USERS, 1),  # 40 write units/s on the hottest key: one
         "parallelization": [2],
         "consumers": [4],  # what 20 journeys/s needs (shared/capacity.py), no more: an account of 10 runs it
         "throttles": [100, 500],  # loans-api admits every retry: 5 attempts
@@ -278,14 +293,21 @@ def test_the_defaults_are_sized_for_20_journeys_per_second(resources):
 def test_a_target_rate_sizes_throttles_and_concurrency_and_no_pending_shards(variant):
     # Given `-c targetJourneysPerSecond=10000` (the variant synthesis)
     wanted = capacity.derive(10_000)
-    # Then the event sources and throttles follow, and no function is given a PENDING_SHARDS
+    # Then the event sources, throttles and the changes index's shards follow, and no function is given a
+    # PENDING_SHARDS
     assert _sizing(variant) == {
         "pendingShards": [],
+        "changesIndexShards": dict.fromkeys(SHARDED_INDEX_USERS, wanted.changes_index_shards),
         "parallelization": [wanted.relay_parallelization_factor],
         "consumers": [wanted.consumer_max_concurrency],
         "throttles": [wanted.orchestrator_rate, wanted.orchestrator_rate * 5],
     }
     assert wanted.consumer_max_concurrency == 1000
+    # (10,000 journeys/s, two SimulationCreated each: 20,000 index writes/s on that type, 500 per shard)
+    assert wanted.changes_index_shards == 40
+
+
+SHARDED_INDEX_USERS = (names.LOANS_API, names.RELAY, names.SWEEPER, names.AUDITOR)
 
 
 def test_every_deployed_handler_is_an_entry_point_the_local_runtime_invokes(resources, variant):

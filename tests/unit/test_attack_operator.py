@@ -111,7 +111,8 @@ def test_the_oldest_pending_event_is_found_while_newer_ones_were_just_published(
         item["status"] = {"S": status}
         table[(item["pk"]["S"], item["sk"]["S"])] = item
         index.append(Entry(event.eventId, item["pk"]["S"], item["sk"]["S"]))
-    cursor = Cursor(changes_partition("JourneyCancelled", 0), after=event_ids.lower_bound(stuck.occurredAt - timedelta(seconds=1)))
+    after = event_ids.lower_bound(stuck.occurredAt - timedelta(seconds=1))
+    cursor = Cursor(changes_partition("JourneyCancelled", 0), after=after)
     # When `saga status` (and `saga relay-failures clear`) ask what is PENDING now, as they do
     found = pending_now(_IndexAndTable(cursor, index, table), datetime.now(UTC), 60.0)
     # Then the oldest is the stuck one, 10 minutes old: not None, which status reports as an outbox age of

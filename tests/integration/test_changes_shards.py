@@ -1,0 +1,189 @@
+"""The journey-changes index's shards (shared/keys.py, docs/ARCHITECTURE.md D7) on a moto server: loans-api
+writes each event to its journey's shard among the count it is configured with; the sweeper, `saga status`
+and the audit find events in every shard, including shards written under a count since lowered (the count
+recorded in use) and shards a raised count added before the readers knew of it (walked from the lookback)."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from functions.auditor import bootstrap as auditor_bootstrap
+from functions.auditor.settings import AuditorSettings
+from functions.loans_api import bootstrap as loans_bootstrap
+from functions.relay import bootstrap as relay_bootstrap
+from functions.relay.settings import RelaySettings
+from functions.relay.sweeper import DynamoSweepStore, partitions, pending_now
+from shared import event_ids, outbox
+from shared.events import LoanEvent
+from shared.keys import changes_partition, changes_shard
+from tests.integration.test_backstop import stale_event
+from tests.integration.test_sweeper import published_ids, put, status_of
+from tests.support import ApiClient, quiet_metrics
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+
+def journey_in_shard(name: str, shard: int, shards: int) -> str:
+    """A journey id whose events go to `shard` of `shards`."""
+    return next(j for n in itertools.count() if changes_shard(j := f"{name}-{n}", shards) == shard)
+
+
+def stale_in_each_shard(shards: int, minutes_ago: float = 5) -> list[LoanEvent]:
+    """One stale PENDING event in each of `shards` shards, as loans-api configured with `shards` writes it."""
+    return [
+        stale_event(journey_in_shard(f"s{shard}of{shards}", shard, shards), 1, minutes_ago) for shard in range(shards)
+    ]
+
+
+def sweeper(relay_settings: RelaySettings, shards: int, now: datetime | None = None):
+    settings = relay_settings.model_copy(update={"changes_index_shards": shards})
+    clock = (lambda: now) if now is not None else (lambda: datetime.now(UTC))
+    return relay_bootstrap.build_sweeper(settings, quiet_metrics("sweeper"), clock=clock)
+
+
+def test_loans_api_writes_each_event_to_its_journeys_shard_one_index_entry_per_event(
+    dynamodb: DynamoDBClient, resources, loans_settings
+):
+    # Given loans-api configured with 3 shards
+    loans_api = ApiClient(
+        loans_bootstrap.build(
+            loans_settings.model_copy(update={"changes_index_shards": 3}), quiet_metrics("loans-api")
+        ),
+        name="loans-api",
+    )
+    # When it simulates a journey of each shard
+    journeys = [journey_in_shard("written", shard, 3) for shard in range(3)]
+    for journey_id in journeys:
+        reply = loans_api.post("/simulations", {"journeyId": journey_id, "amount": 5000, "termMonths": 12},
+                               key=f"{journey_id}-1")  # fmt: skip
+        assert reply.status == 201, reply.body
+    # Then each event is in its journey's partition of the index, and in no other
+    store = DynamoSweepStore(dynamodb, resources.loans_table)
+    far = event_ids.lower_bound(datetime.now(UTC) + timedelta(minutes=1))
+    found = {p: store.changes(p, event_ids.lower_bound(datetime(2020, 1, 1, tzinfo=UTC)), far, 100)[0]
+             for p in partitions(3)}  # fmt: skip
+    entries = {p: sorted(e.pk for e in found[p]) for p in found if found[p]}
+    assert entries == {changes_partition("SimulationCreated", s): [f"JOURNEY#{journeys[s]}"] for s in range(3)}, (
+        f"index partitions and their journeys: {entries}"
+    )
+
+
+def test_the_sweeper_republishes_stale_events_in_every_shard_and_keeps_a_cursor_for_each(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings
+):
+    # Given a stale PENDING event in each of 3 shards
+    events = stale_in_each_shard(3)
+    put(dynamodb, resources, *(outbox.outbox_item(e, 3) for e in events))
+    # When the sweeper configured with 3 shards runs
+    report = sweeper(relay_settings, 3).sweep()
+    # Then it republished every one of them, and keeps a cursor per partition of every shard
+    assert (report.pending, report.republished) == (3, 3), f"report: {report}"
+    assert published_ids(sqs, resources) == sorted(e.eventId for e in events)
+    assert {status_of(dynamodb, resources, e) for e in events} == {outbox.NOTIFIED}
+    store = DynamoSweepStore(dynamodb, resources.loans_table)
+    assert store.recorded_shards() == 3
+    assert all(c.after is not None for c in store.cursors(partitions(3)).values()), "a shard was not walked"
+
+
+def test_after_the_shard_count_is_lowered_the_sweeper_still_walks_the_shards_of_the_old_count(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings
+):
+    # Given a stack whose sweeper ran with 4 shards ten minutes ago (it recorded 4), and stale events since
+    sweeper(relay_settings, 4, datetime.now(UTC) - timedelta(minutes=10)).sweep()
+    events = stale_in_each_shard(4)
+    put(dynamodb, resources, *(outbox.outbox_item(e, 4) for e in events))
+    # When it is deployed with 2 shards, and the sweeper runs
+    report = sweeper(relay_settings, 2).sweep()
+    # Then the events of shards 2 and 3 were republished too: the recorded count is walked, not lowered
+    assert (report.pending, report.republished) == (4, 4), f"report: {report}"
+    assert published_ids(sqs, resources) == sorted(e.eventId for e in events)
+    assert DynamoSweepStore(dynamodb, resources.loans_table).recorded_shards() == 4
+
+
+def test_after_the_shard_count_is_raised_a_new_shard_is_walked_from_the_lookback_not_from_its_siblings(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings
+):
+    # Given a sweeper with 1 shard that just ran (its cursor stands a threshold before now)
+    now = datetime.now(UTC)
+    sweeper(relay_settings, 1, now).sweep()
+    # And an event that loans-api, configured with 2 shards before the sweeper was, wrote to shard 1 minutes
+    # before that run (a deploy updates the functions one by one): the sweeper's cursor is already past its id
+    late = stale_event(journey_in_shard("raised", 1, 2), 1, minutes_ago=5)
+    put(dynamodb, resources, outbox.outbox_item(late, 2))
+    store = DynamoSweepStore(dynamodb, resources.loans_table)
+    sibling = store.cursors([changes_partition("JourneyCancelled", 0)])[changes_partition("JourneyCancelled", 0)]
+    assert sibling.after is not None
+    assert sibling.after > late.eventId, f"cursor {sibling.after}, event {late.eventId}"
+    # When the sweeper, now configured with 2 shards, runs
+    report = sweeper(relay_settings, 2, now + timedelta(seconds=1)).sweep()
+    # Then it found the event in the new shard and republished it
+    assert (report.pending, report.republished) == (1, 1), f"report: {report}"
+    assert published_ids(sqs, resources) == [late.eventId]
+
+
+def test_saga_status_sees_pending_events_in_every_shard_the_sweeper_recorded(
+    dynamodb: DynamoDBClient, resources, relay_settings
+):
+    # Given a sweeper that ran with 4 shards, and an event PENDING for a minute in each shard (not yet stale)
+    sweeper(relay_settings, 4).sweep()
+    events = stale_in_each_shard(4, minutes_ago=0.5)
+    put(dynamodb, resources, *(outbox.outbox_item(e, 4) for e in events))
+    # When `saga status` asks what is PENDING (it knows no configured count: the recorded one)
+    found = pending_now(DynamoSweepStore(dynamodb, resources.loans_table), datetime.now(UTC), 30.0)
+    # Then it counts every one of them, the oldest first
+    assert (found.pending, found.oldest) == (4, min(e.occurredAt for e in events)), f"found: {found}"
+
+
+@pytest.fixture
+def auditor_settings(resources) -> AuditorSettings:
+    return AuditorSettings(
+        aws_endpoint_url=resources.endpoint_url,
+        loans_table_name=resources.loans_table,
+        journeys_table_name=resources.journeys_table,
+    )
+
+
+def test_the_audit_reads_the_changes_of_every_shard_merged_by_time_and_of_a_count_since_lowered(
+    dynamodb: DynamoDBClient, resources, auditor_settings, relay_settings
+):
+    # Given events in each of 4 shards, minted a minute apart in shard order reversed (3 oldest, 0 newest),
+    # and a sweeper that recorded 4 shards
+    events = [stale_event(journey_in_shard("audited", s, 4), 1, minutes_ago=1 + s) for s in range(4)]
+    put(dynamodb, resources, *(outbox.outbox_item(e, 4) for e in events))
+    sweeper(relay_settings, 4).sweep()
+    # When the audit, deployed with 2 shards, reads what changed in the last ten minutes
+    _, changes = auditor_bootstrap.build_auditor(
+        dynamodb, dynamodb, auditor_settings.model_copy(update={"changes_index_shards": 2})
+    )
+    now = datetime.now(UTC)
+    after = event_ids.lower_bound(now - timedelta(minutes=10))
+    found = changes.changed_between(after, now, 100)
+    # Then it found every journey, oldest first, shards 2 and 3 included
+    oldest_first = [e.journeyId for e in sorted(events, key=lambda e: e.eventId)]
+    assert [c.journey_id for c in found] == oldest_first, f"changes: {found}"
+    # And a capped read takes the oldest across the shards, not the first partition's
+    assert [c.journey_id for c in changes.changed_between(after, now, 2)] == oldest_first[:2]
+    # And from a cursor (the audit's resumeAfter), only what follows it in any shard
+    assert [c.journey_id for c in changes.changed_between(found[1].event_id, now, 100)] == oldest_first[2:]
+
+
+def test_the_audit_without_a_recorded_count_walks_its_configured_shards(
+    dynamodb: DynamoDBClient, resources, auditor_settings
+):
+    # Given events in each of 3 shards and no sweeper run yet (no count recorded)
+    events = stale_in_each_shard(3, minutes_ago=1)
+    put(dynamodb, resources, *(outbox.outbox_item(e, 3) for e in events))
+    # When the audit configured with 3 shards reads what changed
+    _, changes = auditor_bootstrap.build_auditor(
+        dynamodb, dynamodb, auditor_settings.model_copy(update={"changes_index_shards": 3})
+    )
+    now = datetime.now(UTC)
+    found = changes.changed_between(event_ids.lower_bound(now - timedelta(minutes=10)), now, 100)
+    # Then it found all three
+    assert sorted(c.journey_id for c in found) == sorted(e.journeyId for e in events), f"changes: {found}"
