@@ -89,15 +89,16 @@ LIMITS = (
           "`-c targetJourneysPerSecond`"),
     Limit("API Gateway account throttle (both APIs)", lambda m, c, r: QUOTAS["api_account"].value / m.api_requests,
           "quota increase"),
-    Limit("journey-changes index: one partition per event type", lambda m, c, r: QUOTAS["partition"].value
-          / (m.units("loans/journey-changes") / m.events * m.raw["hottestEventTypeCount"]),
-          "code: shard the index's key (type#n)"),
+    Limit("journey-changes index: its most frequent type's shards", lambda m, c, r: QUOTAS["partition"].value
+          * c.changes_index_shards / (m.units("loans/journey-changes") / m.events * m.raw["hottestEventTypeCount"]),
+          "`-c targetJourneysPerSecond` (shards)"),
     Limit("loans table write units (on-demand table quota)", lambda m, c, r: QUOTAS["table"].value
           / m.units("loans/table"), "quota increase"),
     Limit("Lambda account concurrency (all functions)", lambda m, c, r: QUOTAS["lambda"].value / m.lambda_seconds(),
           "quota increase"),
     Limit("consumer concurrency (SQS event source)", lambda m, c, r: c.consumer_max_concurrency
-          / (m.lambda_seconds("consumer") or 1e-9), "`-c targetJourneysPerSecond` (up to 1,000)"),
+          / (m.lambda_seconds("consumer") or 1e-9),
+          "`-c targetJourneysPerSecond` up to the event source's 1,000 batches; past that, code: less time per event"),
     Limit("relay: stream shards x parallelization factor", _relay_ceiling,
           "`-c targetJourneysPerSecond` (factor up to 10)"),
     Limit("SNS publish quota", lambda m, c, r: QUOTAS["sns"].value / m.events, "quota increase"),

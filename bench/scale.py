@@ -98,13 +98,14 @@ def _settings_table(say: Callable[[str], None]) -> None:
     say("")
     say("Settings the target derives (shared/capacity.py; `cdk deploy -c targetJourneysPerSecond=N`):")
     say("")
-    say("| target | agent API rate / burst | consumer max concurrency | relay parallelization |")
-    say("|---|---|---|---|")
+    say("| target | agent API rate / burst | consumer max concurrency | relay parallelization "
+        "| journey-changes shards per event type |")  # fmt: skip
+    say("|---|---|---|---|---|")
     for rate in (DEFAULT_TARGET_JOURNEYS_PER_SECOND, *map(float, RATES)):
         c = derive(rate)
         say(
             f"| {rate:,.0f} | {c.orchestrator_rate:,} / {c.orchestrator_burst:,} | "
-            f"{c.consumer_max_concurrency} | {c.relay_parallelization_factor} |"
+            f"{c.consumer_max_concurrency} | {c.relay_parallelization_factor} | {c.changes_index_shards} |"
         )
     say("")
     say(
@@ -130,10 +131,11 @@ def _hottest_keys(say: Callable[[str], None], m: Measured) -> None:
     say("| key | " + " | ".join(f"{rate:,} journeys/s" for rate in RATES) + " |")
     say("|---|" + "---|" * len(RATES))
     journey_units = m.units("loans/table") - _receipt_units(m)
+    hottest_per_journey = per_event_changes * m.raw["hottestEventTypeCount"]
     rows: list[tuple[str, Callable[[float], str]]] = [
         (
-            "journey-changes index, `SimulationCreated` (its most frequent type)",
-            lambda rate: f"{rate * per_event_changes * m.raw['hottestEventTypeCount']:,.0f}",
+            "journey-changes index, one shard of `SimulationCreated` (its most frequent type), sized for the rate",
+            lambda rate: f"{rate * hottest_per_journey / derive(rate).changes_index_shards:,.0f}",
         ),
         (
             "one journey's partition (its item and its events)",
@@ -148,8 +150,8 @@ def _hottest_keys(say: Callable[[str], None], m: Measured) -> None:
     say("")
     say(
         "A journey's partition carries one journey's units in all (a journey's commands are sequential: one agent, "
-        "one `seq`), whatever the rate. The journey-changes key reaches its partition's limit first; a pending-outbox "
-        "shard stays at half its limit because the target derives the shard count."
+        "one `seq`), whatever the rate. Each shard of the journey-changes index's most frequent type stays at half a "
+        "partition's limit or less, because the target derives the shard count (shared/capacity.py)."
     )
     say("")
 
@@ -161,10 +163,12 @@ def _receipt_units(m: Measured) -> float:
 
 def _storage(say: Callable[[str], None], m: Measured) -> None:
     """What the tables keep per journey, and what that grows to at a million journeys a day."""
-    # The journeys' items only: the sweeper's cursors (SWEEPER#) and lease (LEASE#) are a few items per
-    # table, not per journey.
+    # The journeys' items only: the sweeper's cursors (SWEEPER#), its lease (LEASE#) and the changes index's
+    # recorded shard count (CHANGES#) are a few items per table, not per journey.
     stored: dict[str, int] = {
-        name: size for name, size in m.raw["storedBytes"].items() if name.split("/")[-1] not in ("SWEEPER", "LEASE")
+        name: size
+        for name, size in m.raw["storedBytes"].items()
+        if name.split("/")[-1] not in ("SWEEPER", "LEASE", "CHANGES")
     }
     kept = sum(size for name, size in stored.items() if not name.endswith("/RECEIPT"))
     receipts = sum(size for name, size in stored.items() if name.endswith("/RECEIPT"))
@@ -216,12 +220,15 @@ acceptance's status from them."""
 
 SCALE_NOTES = """## How to read it, and what is not modelled
 
-* **Index keys are the hot partitions.** The loans table's one index, journey-changes (the audit's and the
-  sweeper's), is keyed by a small set of values (the event types) with a sort key (a UUIDv7 `eventId`) that
-  only grows, so DynamoDB's split-for-heat cannot spread a key's writes: each value is one partition at 1,000
-  write units/s, and a throttled index write throttles the table write (the whole transaction). It takes one
-  write per event; the most frequent type (two `SimulationCreated` per journey) caps it, and no setting
-  moves that: its key needs write sharding (left undone).
+* **The index's keys are sharded by the target.** The loans table's one index, journey-changes (the audit's
+  and the sweeper's), has a sort key (a UUIDv7 `eventId`) that only grows, so DynamoDB's split-for-heat
+  cannot spread a key's writes: each key value is one partition at 1,000 write units/s, and a throttled index
+  write throttles the table write (the whole transaction). Its key is the event type and a shard (the
+  journey id's CRC-32 modulo the shard count, shared/keys.py), and `-c targetJourneysPerSecond` derives the
+  count so that the most frequent type (two `SimulationCreated` per journey) stays at half a partition per
+  shard. Still one entry (one write unit) per event whatever the count: the shards spread the writes, they
+  do not add any. The sweeper and the audit walk every shard (docs/ARCHITECTURE.md D7): a query per event
+  type and shard per run.
 * **Journey partitions are not hot.** Every item of a journey shares its partition, but a journey's
   commands are sequential (one agent, one ledger `seq`): tens of write units per journey, spread over
   seconds. Receipts are one partition each.
@@ -229,10 +236,14 @@ SCALE_NOTES = """## How to read it, and what is not modelled
   follow the table's partitions), the parallelization factor is.
 * Not modelled: cold-start bursts (Lambda adds 1,000 concurrent executions per function every 10 s),
   on-demand tables' ramp (double the previous peak within 30 minutes; pre-warm with warm throughput),
-  retries under throttling, and the sweeper: one run a minute reads every event once, whole, by 100 per
-  call, at most 50,000 per event type and 40 s per run (functions/relay/settings.py), which carries a few
-  hundred journeys/s (two `SimulationCreated` each); past that its cursors fall behind (each run goes on
-  from where the last stopped), and an event ahead of a cursor is not yet in the outbox age it reports."""
+  retries under throttling, and the sweeper's time: one run a minute, in one function, reads every event
+  once, whole, by 100 per call, at most 50,000 per partition (event type and shard) and 40 s per run
+  (functions/relay/settings.py), the partitions furthest behind first. The entries per run grow with the
+  shards; the 40 s do not, and how many events they read is the time of a BatchGetItem in AWS, which this
+  machine cannot measure: past that rate its cursors fall behind (each run goes on from where the last
+  stopped) and the outbox age it reports rises into its alarm, which says so rather than hiding it. No
+  setting spreads one run over more functions yet: that is code (a sweeper per group of shards, each with
+  its lease and its cursors)."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -195,11 +195,14 @@ class OutboxSweeper:
         recorded = self._store.recorded_shards()
         if self._limits.shards > recorded:
             self._store.record_shards(self._limits.shards)
-        for partition, cursor in self._store.cursors(partitions(max(recorded, self._limits.shards))).items():
+        walked = self._store.cursors(partitions(max(recorded, self._limits.shards))).values()
+        # The furthest behind first (never walked: first of all), so that a run out of time leaves the
+        # partitions it reached last time for the next, not the same ones every run.
+        for cursor in sorted(walked, key=lambda c: (c.after is not None, c.after or "", c.partition)):
             moved = self._sweep_partition(cursor, now, horizon, deadline, tally)
             if not self._store.save(moved):
                 logger.warning("another sweep moved this cursor further: this run's is not saved",
-                               extra={"partition": partition})  # fmt: skip
+                               extra={"partition": cursor.partition})  # fmt: skip
         return self._report(now, tally)
 
     def _sweep_partition(self, cursor: Cursor, now: datetime, horizon: str, deadline: float, tally: _Tally) -> Cursor:

@@ -22,12 +22,23 @@ def test_the_defaults_break_first_at_the_agent_api_throttle():
     assert (first, ceiling) == ("agent API stage throttle (infra/apis.py)", 20)
 
 
-def test_sized_for_1000_the_hot_event_type_key_of_the_changes_index_is_what_is_left():
-    # 2 SimulationCreated per journey, 1 write unit each, on one partition key: 1,000 / 2 journeys/s
-    short = first_bottleneck(MEASURED, derive(1_000), 1_000)
-    assert [(name, ceiling) for name, ceiling, _ in short] == [
-        ("journey-changes index: one partition per event type", 500)
-    ]
+def test_sized_for_1000_nothing_is_left_short():
+    # The changes index's hot type (2 SimulationCreated per journey, 1 write unit each) has 4 shards at 1,000/s
+    assert derive(1_000).changes_index_shards == 4
+    assert first_bottleneck(MEASURED, derive(1_000), 1_000) == []
+
+
+@pytest.mark.parametrize("rate", [1_000, 10_000, 100_000])
+def test_the_changes_index_carries_the_target_it_is_sized_for_at_half_a_partition_per_shard(rate):
+    # Given the stack sized for `rate`
+    capacity = derive(rate)
+    # Then no shard of the hottest type takes more than half a partition's 1,000 write units/s
+    per_shard = rate * MEASURED.raw["hottestEventTypeCount"] / capacity.changes_index_shards
+    assert per_shard <= 500, f"{per_shard} write units/s per shard at {rate}/s with {capacity.changes_index_shards}"
+    # And the index is not among what is left short, and what is left a quota increase moves
+    short = first_bottleneck(MEASURED, capacity, rate)
+    assert not [name for name, _, _ in short if "journey-changes" in name], f"short: {short}"
+    assert {moved for _, _, moved in short} <= {"quota increase"}, f"short: {short}"
 
 
 def test_a_target_rate_must_be_positive():
