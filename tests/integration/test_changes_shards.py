@@ -187,3 +187,26 @@ def test_the_audit_without_a_recorded_count_walks_its_configured_shards(
     found = changes.changed_between(event_ids.lower_bound(now - timedelta(minutes=10)), now, 100)
     # Then it found all three
     assert sorted(c.journey_id for c in found) == sorted(e.journeyId for e in events), f"changes: {found}"
+
+
+def test_a_sweep_that_runs_out_of_its_bound_leaves_its_partitions_to_the_next_which_takes_the_furthest_behind_first(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings
+):
+    # Given a sweeper that republishes one event a run, and a stale event in each of 2 shards
+    settings = relay_settings.model_copy(update={"changes_index_shards": 2, "sweep_max_per_run": 1})
+    old = stale_in_each_shard(2, minutes_ago=10)
+    put(dynamodb, resources, *(outbox.outbox_item(e, 2) for e in old))
+    now = datetime.now(UTC)
+    # When it runs five minutes ago: it republishes shard 0's, and shard 1's cursor stays where it was
+    relay_bootstrap.build_sweeper(settings, quiet_metrics("sweeper"), clock=lambda: now - timedelta(minutes=5)).sweep()
+    assert published_ids(sqs, resources) == [old[0].eventId]
+    # And shard 0 has a new stale event since, ahead of its cursor
+    newer = stale_event(journey_in_shard("s0of2-newer", 0, 2), 1, minutes_ago=2)
+    put(dynamodb, resources, outbox.outbox_item(newer, 2))
+    # When it runs again now
+    relay_bootstrap.build_sweeper(settings, quiet_metrics("sweeper"), clock=lambda: now).sweep()
+    # Then it took shard 1 first, the furthest behind: its event is republished, not starved by shard 0's
+    published = published_ids(sqs, resources)
+    assert published == [old[1].eventId], (
+        f"published {published}; shard 1's {old[1].eventId}, shard 0's {newer.eventId}"
+    )
