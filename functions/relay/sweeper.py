@@ -31,7 +31,9 @@ by time), and the sweeper walks each partition from a cursor it keeps in the loa
   oldest PENDING age (`OldestPendingOutboxAgeSeconds`, the dashboard's outbox age and its alarm).
 * Each run is bounded: index entries per partition, republished events and wall time; a bounded run
   moves the cursor to where it stopped and the next run goes on from there. What it left unexamined may
-  be PENDING, so the age it reports counts from where it stopped: a sweeper falling behind alarms.
+  be PENDING, so the age it reports counts from where it stopped: a sweeper falling behind alarms. The
+  partitions furthest behind go first, and one the run has no time left for is not queried at all (its
+  cursor and revisits stay, and count): the next run takes it first.
 
 The cursor is saved only forward (a conditional write): two overlapping runs never move it back.
 """
@@ -198,12 +200,29 @@ class OutboxSweeper:
         walked = self._store.cursors(partitions(max(recorded, self._limits.shards))).values()
         # The furthest behind first (never walked: first of all), so that a run out of time leaves the
         # partitions it reached last time for the next, not the same ones every run.
+        skipped = 0
         for cursor in sorted(walked, key=lambda c: (c.after is not None, c.after or "", c.partition)):
+            if self._elapsed() >= deadline:  # out of time: not even queried (hundreds of shards take a while)
+                skipped += 1
+                self._unreached(cursor, now, tally)
+                continue
             moved = self._sweep_partition(cursor, now, horizon, deadline, tally)
             if not self._store.save(moved):
                 logger.warning("another sweep moved this cursor further: this run's is not saved",
                                extra={"partition": cursor.partition})  # fmt: skip
+        if skipped:
+            logger.warning("sweep out of time before some partitions: the next run takes them first",
+                           extra={"partitions_left": skipped})  # fmt: skip
         return self._report(now, tally)
+
+    def _unreached(self, cursor: Cursor, now: datetime, tally: _Tally) -> None:
+        """A partition this run had no time for: its cursor and revisits stay as saved, its revisits count
+        as the suspects they are, and what lies ahead of its cursor counts as possibly PENDING."""
+        start = cursor.after or event_ids.lower_bound(now - timedelta(seconds=self._limits.initial_lookback_seconds))
+        tally.behind(_time_of(start))
+        for entry in cursor.revisits:
+            tally.found_pending(entry.occurred_at())
+        tally.revisits += len(cursor.revisits)
 
     def _sweep_partition(self, cursor: Cursor, now: datetime, horizon: str, deadline: float, tally: _Tally) -> Cursor:
         lim = self._limits

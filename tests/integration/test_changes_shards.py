@@ -210,3 +210,22 @@ def test_a_sweep_that_runs_out_of_its_bound_leaves_its_partitions_to_the_next_wh
     assert published == [old[1].eventId], (
         f"published {published}; shard 1's {old[1].eventId}, shard 0's {newer.eventId}"
     )
+
+
+def test_a_sweep_out_of_time_queries_no_further_partition_and_counts_each_from_its_cursor(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, relay_settings, monkeypatch
+):
+    # Given a sweeper with 2 shards that ran ten minutes ago, and stale events in both shards since
+    ten_ago = datetime.now(UTC) - timedelta(minutes=10)
+    sweeper(relay_settings, 2, ten_ago).sweep()
+    put(dynamodb, resources, *(outbox.outbox_item(e, 2) for e in stale_in_each_shard(2, minutes_ago=5)))
+    queried: list[str] = []
+    query = DynamoSweepStore.changes
+    monkeypatch.setattr(DynamoSweepStore, "changes", lambda self, p, *a: queried.append(p) or query(self, p, *a))
+    # When a sweep runs with its time already spent (hundreds of shards can take a run's budget)
+    spent = relay_settings.model_copy(update={"changes_index_shards": 2, "sweep_budget_seconds": 0.0})
+    report = relay_bootstrap.build_sweeper(spent, quiet_metrics("sweeper")).sweep()
+    # Then it queried no partition, republished nothing, and its age counts from the cursors it left
+    assert (queried, report.republished) == ([], 0), f"queried {queried}; report {report}"
+    assert report.oldest_age_seconds >= 11 * 60 - 1, f"report: {report}"
+    assert published_ids(sqs, resources) == []
