@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -221,7 +221,12 @@ def test_a_sweep_out_of_time_queries_no_further_partition_and_counts_each_from_i
     put(dynamodb, resources, *(outbox.outbox_item(e, 2) for e in stale_in_each_shard(2, minutes_ago=5)))
     queried: list[str] = []
     query = DynamoSweepStore.changes
-    monkeypatch.setattr(DynamoSweepStore, "changes", lambda self, p, *a: queried.append(p) or query(self, p, *a))
+
+    def counted(self: DynamoSweepStore, partition: str, *args: Any) -> Any:
+        queried.append(partition)
+        return query(self, partition, *args)
+
+    monkeypatch.setattr(DynamoSweepStore, "changes", counted)
     # When a sweep runs with its time already spent (hundreds of shards can take a run's budget)
     spent = relay_settings.model_copy(update={"changes_index_shards": 2, "sweep_budget_seconds": 0.0})
     report = relay_bootstrap.build_sweeper(spent, quiet_metrics("sweeper")).sweep()
