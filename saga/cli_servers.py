@@ -58,6 +58,9 @@ def add_local(commands: Any) -> None:
     local.add_argument("--loans-port", type=int, default=3001, help="loans-api port")
     local.add_argument("--aws-port", type=int, default=4566, help="local AWS endpoint (moto) port")
     local.add_argument(
+        "--dashboard-port", type=int, default=3002, help="the dashboard's web page (any free port if it is taken)"
+    )
+    local.add_argument(
         "--loans-api-url",
         default=None,
         help="where the orchestrator reaches loans-api (default: the local loans-api; "
@@ -164,6 +167,7 @@ def run_local(args: argparse.Namespace) -> int:
         port=args.port,
         loans_port=args.loans_port,
         aws_port=args.aws_port,
+        dashboard_port=args.dashboard_port,
         loans_api_url=args.loans_api_url,
         sweep_threshold_seconds=args.sweep_threshold,
         disabled=frozenset(args.disable),
@@ -179,6 +183,7 @@ def run_local(args: argparse.Namespace) -> int:
         print(f"orchestrator API  {urls['orchestrator']}   (try: curl {urls['orchestrator']}/openapi.json)")
         print(f"loans-api         {urls['loans-api']}")
         print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
+        print(f"dashboard         {urls['dashboard']}   (the deployed dashboard's widgets, refreshed every few seconds)")
         if args.loans_api_url:
             print(f"orchestrator -> loans-api via {args.loans_api_url}")
         if faults:
