@@ -246,17 +246,16 @@ def render_widgets(readings: dict[str, list[Reading]], history: Callable[[str, s
     return "".join(parts)
 
 
-def render_page(widgets: str, urls: dict[str, str]) -> str:
+def render_page(widgets: str) -> str:
     """The whole page: the widgets as read now, and the script that reads them again every few seconds."""
-    links = " · ".join(f"{html.escape(name)} {html.escape(url)}" for name, url in urls.items())
     now = datetime.now(UTC).strftime("%H:%M:%S UTC")
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>loan-saga: saga local</title>'
         f'<meta name="viewport" content="width=device-width"><style>{_STYLE}</style></head>'
-        f'<body data-refreshes="0"><h1>loan-saga: saga local</h1><p class="meta">{links} · '
-        f'updated <span id="updated">{now}</span>, every {REFRESH_SECONDS} s · the deployed stack\'s '
-        f'CloudWatch dashboard shows the same widgets</p><div class="grid" id="grid">{widgets}</div>'
-        f"<script>{_SCRIPT}</script></body></html>"
+        '<body data-refreshes="0"><h1>loan-saga: saga local</h1><p class="meta">The widgets of the deployed '
+        "stack's CloudWatch dashboard (shared/dashboard.py), read from this runtime: per minute unless they say "
+        f'otherwise. Updated <span id="updated">{now}</span>, every {REFRESH_SECONDS} s.</p>'
+        f'<div class="grid" id="grid">{widgets}</div><script>{_SCRIPT}</script></body></html>'
     )
 
 
@@ -264,7 +263,7 @@ class DashboardServer(ThreadedHttpServer):
     """The page on `host:port`: `/` the page, `/widgets` its widgets (what the page's script reads),
     `/readings.json` the same readings as JSON."""
 
-    def __init__(self, local_board: LocalBoard, host: str, port: int, urls: Callable[[], dict[str, str]]) -> None:
+    def __init__(self, local_board: LocalBoard, host: str, port: int) -> None:
         class Handler(ProblemRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 path = self.path.split("?", 1)[0]
@@ -277,7 +276,7 @@ class DashboardServer(ThreadedHttpServer):
                     values = {title: [r.__dict__ for r in series] for title, series in readings.items()}
                     return self._send(200, "application/json", json.dumps(values).encode())
                 widgets = render_widgets(readings, local_board.history)
-                page = widgets if path == "/widgets" else render_page(widgets, urls())
+                page = widgets if path == "/widgets" else render_page(widgets)
                 return self._send(200, "text/html; charset=utf-8", page.encode())
 
             def _send(self, status: int, content_type: str, body: bytes) -> None:

@@ -357,12 +357,12 @@ class LocalRuntime:
         )  # fmt: skip
         local_board = LocalBoard(self.metrics, lambda: target, self.pollers)
         try:
-            return DashboardServer(local_board, c.host, c.dashboard_port, lambda: self.urls)
+            return DashboardServer(local_board, c.host, c.dashboard_port)
         except OSError as error:
             if error.errno != errno.EADDRINUSE:
                 raise
             logger.warning("the dashboard's port is taken: it listens on another", extra={"port": c.dashboard_port})
-            return DashboardServer(local_board, c.host, 0, lambda: self.urls)
+            return DashboardServer(local_board, c.host, 0)
 
     def pollers(self) -> dict[str, str]:
         """Each poller of road 2 ("relay", "consumer", "sweeper"): running, stopped (its loop ended, or its
