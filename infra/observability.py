@@ -1,5 +1,6 @@
-"""The dashboard an operator reads (outbox age, DLQ depth, iterator age, the events queue's age, publish
-failures, the roads' outcomes, API health and the functions') and, from the same metrics, the alarms that
+"""The dashboard an operator reads (the widgets shared/dashboard.py declares, which `saga local` serves too:
+outbox age, DLQ depth, the events queue, road 2's lag, the roads' outcomes, the audit; then API health and
+the functions') and, from the same metrics, the alarms that
 wake them (infra/alarms.py; here, the scheduled functions' silence alarms next to the widgets they read).
 Alarms (and their recoveries) go to a topic CloudWatch may publish to; `alarm_email` subscribes a person."""
 
