@@ -181,7 +181,7 @@ p.meta{margin:0 0 12px;color:#5f6b7a}
 .widget{background:#fff;border:1px solid #d5dbdb;border-radius:6px;padding:8px 10px}
 .widget h2{font-size:13px;font-weight:600;margin:0 0 6px}
 .row{display:flex;align-items:center;gap:8px;justify-content:space-between}
-.label{color:#414d5c;flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.label{color:#414d5c;flex:1;overflow-wrap:anywhere}
 .value{font-weight:600;font-variant-numeric:tabular-nums;min-width:4em;text-align:right}
 .alarming .value,.alarming .label{color:#d13212}
 .running{color:#037f0c}.stopped,.off{color:#d13212}
