@@ -42,6 +42,7 @@ AUDIT_EVERY_SECONDS = 30.0
 AUDIT_WINDOW_SECONDS = 3600.0
 REFRESH_SECONDS = 3
 HISTORY = 60  # readings kept per series for its sparkline (one per refresh: three minutes)
+NARROW = 6  # columns (of 24): a widget this narrow draws no sparklines
 
 # Poller states (PollerRuns series).
 RUNNING, STOPPED, OFF = "running", "stopped", "off"
@@ -181,7 +182,7 @@ p.meta{margin:0 0 12px;color:#5f6b7a}
 .widget{background:#fff;border:1px solid #d5dbdb;border-radius:6px;padding:8px 10px}
 .widget h2{font-size:13px;font-weight:600;margin:0 0 6px}
 .row{display:flex;align-items:center;gap:8px;justify-content:space-between}
-.label{color:#414d5c;flex:1;overflow-wrap:anywhere}
+.label{color:#414d5c;flex:1;overflow-wrap:break-word}
 .value{font-weight:600;font-variant-numeric:tabular-nums;min-width:4em;text-align:right}
 .alarming .value,.alarming .label{color:#d13212}
 .running{color:#037f0c}.stopped,.off{color:#d13212}
@@ -233,7 +234,9 @@ def render_widgets(readings: dict[str, list[Reading]], history: Callable[[str, s
         for reading in readings[widget.title]:
             shown = reading.state if reading.state is not None else _number(reading.value)
             kind = f" {reading.state}" if reading.state in (RUNNING, STOPPED, OFF) else ""
-            spark = "" if reading.state is not None else _sparkline(history(widget.title, reading.label))
+            # a narrow widget's labels need its width: no sparkline there
+            drawn = reading.state is None and widget.width > NARROW
+            spark = _sparkline(history(widget.title, reading.label)) if drawn else ""
             label = html.escape(reading.label)
             rows.append(
                 f'<div class="row{" alarming" if reading.alarming else ""}"><span class="label">{label}</span>{spark}'
