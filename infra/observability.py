@@ -1,5 +1,6 @@
-"""The dashboard an operator reads (outbox age, DLQ depth, iterator age, the events queue's age, publish
-failures, the roads' outcomes, API health and the functions') and, from the same metrics, the alarms that
+"""The dashboard an operator reads (the widgets shared/dashboard.py declares, which `saga local` serves too:
+outbox age, DLQ depth, the events queue, road 2's lag, the roads' outcomes, the audit; then API health and
+the functions') and, from the same metrics, the alarms that
 wake them (infra/alarms.py; here, the scheduled functions' silence alarms next to the widgets they read).
 Alarms (and their recoveries) go to a topic CloudWatch may publish to; `alarm_email` subscribes a person."""
 
@@ -22,6 +23,7 @@ from constructs import Construct
 from infra import alarms
 from infra.apis import ProxyApi
 from infra.functions import schedule
+from shared import dashboard as board
 from shared import metric_names as names
 from shared import topology
 from shared.topology import SILENT_PERIODS
@@ -73,43 +75,11 @@ class Observability(Construct):
             period=PERIOD,
         )
         self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        # The widgets shared/dashboard.py declares (`saga local` serves the same ones), then the APIs' and
+        # the functions' health, which only the deployed stack has.
+        for row in board.ROWS:
+            self.dashboard.add_widgets(*(self._graph(widget, w) for widget in row))
         self.dashboard.add_widgets(
-            cw.GraphWidget(title="Outbox age", width=12, left=[oldest_pending], right=[
-                saga_metric(names.RELAY, names.OUTBOX_AGE_AT_PUBLISH_MS, stat)
-                for stat in ("p50", "p99", "Maximum")]),
-            cw.GraphWidget(title="Pending outbox count", width=6,
-                           left=[saga_metric(names.SWEEPER, names.PENDING_OUTBOX_COUNT, "Maximum")]),
-            cw.GraphWidget(title="DLQ depth", width=6, left=[
-                w.dlq.metric_approximate_number_of_messages_visible(label="events DLQ", period=PERIOD),
-                w.relay_failures.metric_approximate_number_of_messages_visible(label="relay failures", period=PERIOD),
-            ]),
-        )  # fmt: skip
-        self.dashboard.add_widgets(
-            cw.GraphWidget(title="Events queue", width=8,
-                           left=[w.queue.metric_approximate_number_of_messages_visible(period=PERIOD)],
-                           right=[queue_age]),
-            cw.GraphWidget(title="Stream iterator age (ms) and publish failures", width=8, left=[iterator_age],
-                           right=[publish_failures]),
-            cw.GraphWidget(title="Consumer outcomes", width=8, left=[
-                saga_metric(names.CONSUMER, metric) for metric in
-                (names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_SKIPPED, names.EVENTS_FAILED,
-                 names.EVENTS_REJECTED)]),
-        )  # fmt: skip
-        out_of_sync = saga_metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
-        unreadable = saga_metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
-        self.dashboard.add_widgets(
-            cw.GraphWidget(title="Journeys out of sync (audit)", width=12, left=[out_of_sync], right=[
-                saga_metric(names.AUDITOR, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS, "Maximum").with_(period=AUDIT_PERIOD)
-            ]),
-            cw.GraphWidget(title="Unreadable outbox items", width=12, left=[
-                unreadable, saga_metric(names.RELAY, names.UNREADABLE_OUTBOX_ITEMS)]),
-        )  # fmt: skip
-        self.dashboard.add_widgets(
-            cw.GraphWidget(title="Idempotent replays and compensations", width=8, left=[
-                saga_metric(names.LOANS_API, names.IDEMPOTENT_REPLAYS),
-                saga_metric(names.ORCHESTRATOR, names.IDEMPOTENT_REPLAYS),
-                saga_metric(names.LOANS_API, names.COMPENSATIONS),
-            ]),
             *(cw.GraphWidget(title=f"{name} API", width=8,
                              left=[rest.metric_client_error(period=PERIOD), rest.metric_server_error(period=PERIOD)],
                              right=[rest.metric_latency(statistic="p99", period=PERIOD)])
@@ -121,6 +91,8 @@ class Observability(Construct):
                              right=[fn.metric_duration(statistic="p99", period=PERIOD)])
               for name, fn in w.functions.items()),
         )  # fmt: skip
+        out_of_sync = saga_metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
+        unreadable = saga_metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
 
         alarms.road_two(
             self._alarm,
@@ -168,6 +140,15 @@ class Observability(Construct):
             )
         alarms.api_health(self._alarm, {name: api.api for name, api in w.apis.items()})
         alarms.function_health(self._alarm, w.functions)
+
+    @staticmethod
+    def _graph(widget: board.Widget, w: Watched) -> cw.GraphWidget:
+        return cw.GraphWidget(
+            title=widget.title,
+            width=widget.width,
+            left=[_metric(series, w) for series in widget.left],
+            right=[_metric(series, w) for series in widget.right],
+        )
 
     def _alarm_topic(self, key: kms.IKey, email: str | None) -> sns.Topic:
         """A topic CloudWatch alarms of this account may publish to (the SSL-only policy alone denies
@@ -219,3 +200,30 @@ class Observability(Construct):
         alarm.add_alarm_action(action)
         alarm.add_ok_action(action)
         self.alarms[construct_id] = alarm
+
+
+def _metric(series: board.Series, w: Watched) -> cw.IMetric:
+    """One series of shared/dashboard.py as CloudWatch reads it."""
+    match series:
+        case board.SagaMetric(service=service, name=name, statistic=statistic, audit_period=audit_period):
+            metric = saga_metric(service, name, statistic)
+            return metric.with_(period=AUDIT_PERIOD) if audit_period else metric
+        case board.SagaSum(name=name, services=services, label=label):
+            return cw.MathExpression(
+                expression=" + ".join(f"FILL({service}, 0)" for service in services),
+                using_metrics={service: saga_metric(service, name) for service in services},
+                label=label,
+                period=PERIOD,
+            )
+        case board.QueueMetric(queue=queue, measure=measure, label=label):
+            sqs_queue = {board.EVENTS_QUEUE: w.queue, board.EVENTS_DLQ: w.dlq, board.RELAY_FAILURES: w.relay_failures}
+            read = sqs_queue[queue]
+            if measure == board.OLDEST_AGE:
+                return read.metric_approximate_age_of_oldest_message(label=label, period=PERIOD)
+            return read.metric_approximate_number_of_messages_visible(label=label, period=PERIOD)
+        case board.IteratorAge(label=label):
+            return w.relay.metric("IteratorAge", statistic="Maximum", period=PERIOD, label=label)
+        case board.PollerRuns(service=service):
+            period = AUDIT_PERIOD if service == names.AUDITOR else PERIOD
+            return w.functions[service].metric_invocations(label=f"{service} invocations", period=period)
+    raise TypeError(f"not a dashboard series: {series!r}")

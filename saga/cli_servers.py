@@ -58,6 +58,9 @@ def add_local(commands: Any) -> None:
     local.add_argument("--loans-port", type=int, default=3001, help="loans-api port")
     local.add_argument("--aws-port", type=int, default=4566, help="local AWS endpoint (moto) port")
     local.add_argument(
+        "--dashboard-port", type=int, default=3002, help="the dashboard's web page (any free port if it is taken)"
+    )
+    local.add_argument(
         "--loans-api-url",
         default=None,
         help="where the orchestrator reaches loans-api (default: the local loans-api; "
@@ -164,6 +167,7 @@ def run_local(args: argparse.Namespace) -> int:
         port=args.port,
         loans_port=args.loans_port,
         aws_port=args.aws_port,
+        dashboard_port=args.dashboard_port,
         loans_api_url=args.loans_api_url,
         sweep_threshold_seconds=args.sweep_threshold,
         disabled=frozenset(args.disable),
@@ -176,16 +180,7 @@ def run_local(args: argparse.Namespace) -> int:
         runtime.start()
         urls = runtime.urls
         local_state.write(urls, state_file)
-        print(f"orchestrator API  {urls['orchestrator']}   (try: curl {urls['orchestrator']}/openapi.json)")
-        print(f"loans-api         {urls['loans-api']}")
-        print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
-        if args.loans_api_url:
-            print(f"orchestrator -> loans-api via {args.loans_api_url}")
-        if faults:
-            print(f"AWS faults        {len(faults)} rule(s); {urls['aws']}/_saga/faults lists what was injected")
-        running = [name for name in ("relay", "consumer", "sweeper") if name not in args.disable]
-        print(f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(args.disable) or 'nothing'}")
-        print(f"where it listens: {state_file} (the other saga commands read it)")
+        _print_ready(urls, args, len(faults), state_file)
         print(f"ready in {time.monotonic() - started:.1f}s; Ctrl-C stops", flush=True)
         _wait_for(stop)
     except OSError as error:
@@ -196,6 +191,21 @@ def run_local(args: argparse.Namespace) -> int:
         runtime.stop()
     print("stopped", flush=True)
     return 0
+
+
+def _print_ready(urls: dict[str, str], args: argparse.Namespace, faults: int, state_file: Path) -> None:
+    """Where each part of the ready runtime listens, and what runs."""
+    print(f"orchestrator API  {urls['orchestrator']}   (try: curl {urls['orchestrator']}/openapi.json)")
+    print(f"loans-api         {urls['loans-api']}")
+    print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
+    print(f"dashboard         {urls['dashboard']}   (the deployed dashboard's widgets, read again every few s)")
+    if args.loans_api_url:
+        print(f"orchestrator -> loans-api via {args.loans_api_url}")
+    if faults:
+        print(f"AWS faults        {faults} rule(s); {urls['aws']}/_saga/faults lists what was injected")
+    running = [name for name in ("relay", "consumer", "sweeper") if name not in args.disable]
+    print(f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(args.disable) or 'nothing'}")
+    print(f"where it listens: {state_file} (the other saga commands read it)")
 
 
 def _same_ports(ports: dict[str, int]) -> str | None:

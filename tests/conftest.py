@@ -33,13 +33,14 @@ import pytest  # noqa: E402
 # `make test` runs on every core (pytest-xdist, --dist loadgroup), which spreads a module's tests over the
 # workers: the tests that share an expensive fixture run on one worker (a group), which builds it once:
 # tests/infra the stack's two synthesized templates, the docs' transcripts one run of every scene, the two
-# operator suites their consumer-less runtime (tests/e2e/road2_off.py), and each other module below its own
-# deployment or system (a module-scoped fixture).
+# operator suites and the dashboard's their consumer-less runtime (tests/e2e/road2_off.py), and each other
+# module below its own deployment or system (a module-scoped fixture).
 ONE_WORKER = {
     "tests/infra/": "infra",
     "tests/e2e/test_verify.py": "verify",
     "tests/e2e/test_operator.py": "road2-off",
     "tests/e2e/test_attack_operator.py": "road2-off",
+    "tests/e2e/test_dashboard.py": "road2-off",
     "tests/e2e/test_docs_transcripts.py": "docs",
     "tests/chaos/test_fuzz.py": "fuzz",
 }

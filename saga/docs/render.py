@@ -7,11 +7,12 @@ import tempfile
 from pathlib import Path
 
 from saga import cli_servers
-from saga.docs import blocks
+from saga.docs import blocks, browser
 from saga.docs.scenes import PAGES, Block, Output, Page, Run, Wait
 from saga.docs.session import Runtime, Shell, local_runtime, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD_PICTURE = ROOT / "docs" / "dashboard.png"
 
 
 def shown(command: str, output: str, style: str) -> str:
@@ -36,8 +37,9 @@ def play(block: Block, runtime: Runtime, shell: Shell) -> str:
     return "\n".join(parts) + "\n"
 
 
-def transcripts(pages: tuple[Page, ...] = PAGES) -> dict[str, dict[str, str]]:
-    """Each page's block bodies, by name, from one fresh run of `saga local`."""
+def transcripts(pages: tuple[Page, ...] = PAGES, screenshot: Path | None = None) -> dict[str, dict[str, str]]:
+    """Each page's block bodies, by name, from one fresh run of `saga local`; with `screenshot`, a picture of
+    its dashboard once they have run, written there."""
     cli_servers.use_fake_aws_credentials()  # the waits read the local AWS endpoint
     rendered: dict[str, dict[str, str]] = {}
     with local_runtime() as runtime, tempfile.TemporaryDirectory(prefix="saga-docs-shell-") as cwd:
@@ -45,6 +47,9 @@ def transcripts(pages: tuple[Page, ...] = PAGES) -> dict[str, dict[str, str]]:
         try:
             for page in pages:
                 rendered[page.path] = {block.name: play(block, runtime, shell) for block in page.blocks}
+            if screenshot is not None:
+                # A few refreshes (virtual time) first: each series' sparkline draws the readings since the page opened.
+                browser.screenshot(runtime.urls["dashboard"], screenshot, height=620, virtual_seconds=15)
         finally:
             shell.close()
     return rendered

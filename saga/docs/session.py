@@ -22,7 +22,7 @@ import urllib3
 from saga.local.ports import free_port
 
 # What `make run` listens on (saga/cli_servers.py's defaults), as the docs show it.
-DEFAULT_PORTS = {"orchestrator": 3000, "loans-api": 3001, "aws": 4566}
+DEFAULT_PORTS = {"orchestrator": 3000, "loans-api": 3001, "aws": 4566, "dashboard": 3002}
 READY_SECONDS = 120.0
 COMMAND_SECONDS = 120.0
 _SENTINEL = "__saga_docs_done__"
@@ -56,7 +56,8 @@ def local_runtime() -> Iterator[Runtime]:
     state_file, log_path = folder / "local.json", folder / "local.log"
     command = [
         sys.executable, "-m", "saga.cli", "local", "--port", str(ports["orchestrator"]),
-        "--loans-port", str(ports["loans-api"]), "--aws-port", str(ports["aws"]), "--state-file", str(state_file),
+        "--loans-port", str(ports["loans-api"]), "--aws-port", str(ports["aws"]),
+        "--dashboard-port", str(ports["dashboard"]), "--state-file", str(state_file),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
     with log_path.open("w") as log:

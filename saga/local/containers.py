@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -25,6 +26,8 @@ from aws_lambda_powertools import Metrics
 from shared.entry_points import Handler
 
 _handler: Handler | None = None
+# What an invocation emitted: each metric's values, by name.
+Emitted = dict[str, list[float]]
 
 
 # How often a container looks for its runtime: at most this long after `saga local` dies (even of a
@@ -71,16 +74,23 @@ def _start_container(entry: str, environment: dict[str, str], parent_pid: int) -
     _handler = getattr(importlib.import_module(module), attribute)
 
 
-def _invoke(event: dict[str, Any], name: str, function_timeout: float) -> dict[str, Any]:
+def _invoke(event: dict[str, Any], name: str, function_timeout: float) -> tuple[dict[str, Any], Emitted]:
+    """The handler's result, and the metrics it emitted (locally they reach no CloudWatch: the runtime
+    keeps them for its dashboard, saga/local/local_metrics.py)."""
     from saga.local.apigw import LambdaContextStub
 
     if _handler is None:
         raise RuntimeError("the container was not started")
     try:
         # The context's remaining time starts at the deployed function's timeout, as in Lambda.
-        return _handler(event, LambdaContextStub(name, function_timeout))
+        return _handler(event, LambdaContextStub(name, function_timeout)), emitted_metrics()
     finally:
         forget_metrics()
+
+
+def emitted_metrics() -> Emitted:
+    """The metrics this process's Powertools Metrics hold (an invocation's, until forget_metrics), by name."""
+    return {name: list(metric["Value"]) for name, metric in Metrics().metric_set.items()}
 
 
 def forget_metrics() -> None:
@@ -100,9 +110,18 @@ class ContainerPool:
     with its `environment`, in up to `max_containers` worker processes, each invocation with the
     function's timeout: what runs locally is what runs in AWS, entry point included."""
 
-    def __init__(self, name: str, entry: str, environment: dict[str, str], max_containers: int = 4, *,
-                 function_timeout: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        entry: str,
+        environment: dict[str, str],
+        max_containers: int = 4,
+        *,
+        function_timeout: float,
+        on_metrics: Callable[[str, Emitted], None] | None = None,
+    ) -> None:
         self.name = name
+        self._on_metrics = on_metrics
         self.entry = entry
         self.function_timeout = function_timeout
         self._timeout = function_timeout + 30.0
@@ -119,10 +138,15 @@ class ContainerPool:
         if event is None:
             self._pool.submit(_started).result(timeout=self._timeout)
         else:
-            self._pool.submit(_invoke, event, self.name, self.function_timeout).result(timeout=self._timeout)
+            self(event, None)
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return self._pool.submit(_invoke, event, self.name, self.function_timeout).result(timeout=self._timeout)
+        result, emitted = self._pool.submit(_invoke, event, self.name, self.function_timeout).result(
+            timeout=self._timeout
+        )
+        if emitted and self._on_metrics is not None:
+            self._on_metrics(self.name, emitted)
+        return result
 
     def stop(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

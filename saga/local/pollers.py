@@ -72,8 +72,12 @@ class StreamPoller:
         admits: Callable[[dict[str, Any]], bool] | None = None,
         max_record_age_seconds: int = RELAY_STREAM.max_record_age_seconds,
         parallelization_factor: int = RELAY_STREAM.parallelization_factor,
+        on_iterator_age: Callable[[float], None] | None = None,
     ) -> None:
         self._streams = streams
+        # Told each page's iterator age (ms: how old its last record is when read), as Lambda reports
+        # the mapping's IteratorAge.
+        self._on_iterator_age = on_iterator_age
         self._arn = stream_arn
         self.handler = handler  # the function the poller invokes (a test may swap it between polls)
         self._name = function_name
@@ -103,12 +107,18 @@ class StreamPoller:
             self._iterators[shard_id] = page.get("NextShardIterator")
             records = [{**r, "eventSourceARN": self._arn} for r in page.get("Records", [])]
             read += len(records)
+            self._measure_age(records)
             delivered = [r for r in records if self.admits is None or self.admits(r)]
             lanes: dict[int, list[dict[str, Any]]] = {}
             for record in delivered:
                 lanes.setdefault(self._lane(record), []).append(record)
             _run_all(self._lanes, [partial(self._deliver, batch, shard_id) for batch in lanes.values()])
         return read
+
+    def _measure_age(self, records: list[dict[str, Any]]) -> None:
+        created = _created(records[-1]) if records and self._on_iterator_age is not None else None
+        if created is not None and self._on_iterator_age is not None:
+            self._on_iterator_age(max(0.0, (datetime.now(UTC) - created).total_seconds() * 1000))
 
     def close(self) -> None:
         """End the lanes' threads (a poll under way finishes first)."""

@@ -28,11 +28,15 @@ from functions.relay.settings import RelaySettings
 from saga.local.apigw import proxy_event
 from saga.local.aws_faults import FaultRule
 from saga.local.containers import ContainerPool, forget_metrics
+from saga.local.dashboard import OFF, RUNNING, STOPPED, DashboardServer, LocalBoard
 from saga.local.http_server import ApiServer
+from saga.local.local_metrics import LocalMetrics
 from saga.local.moto_server import AwsFaultsClient, MotoProcess
 from saga.local.pollers import PollingLoop, SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
+from saga.ops.target import Target
 from shared import aws, topology
+from shared import metric_names as names
 from shared.entry_points import Handler
 from shared.settings import BaseSettings
 from shared.topology import Function
@@ -44,6 +48,8 @@ if TYPE_CHECKING:
 
 logger = Logger(service="saga-local", child=True)
 T = TypeVar("T")
+# The pollers `saga local` runs (RuntimeConfig.disabled turns them off), in the order they start.
+POLLERS = ("relay", "consumer", "sweeper")
 
 
 class PortInUse(OSError):
@@ -70,6 +76,8 @@ class RuntimeConfig:
     port: int = 3000
     loans_port: int = 3001
     aws_port: int = 4566
+    # The dashboard's page (saga/local/dashboard.py); any free port when this one is taken.
+    dashboard_port: int = 3002
     # Where the orchestrator reaches loans-api: put a fault proxy here to cut road 1.
     loans_api_url: str | None = None
     region: str = "us-east-1"
@@ -102,20 +110,27 @@ def _environment(settings: BaseSettings, service: str) -> dict[str, str]:
     return {**settings.to_env(), **topology.powertools_environment(service)}
 
 
-def function_pool(declared: Function, settings: BaseSettings, max_containers: int) -> ContainerPool:
+def function_pool(
+    declared: Function, settings: BaseSettings, max_containers: int, metrics: LocalMetrics | None = None
+) -> ContainerPool:
     """The containers of a deployed function: its entry point, its environment (from `settings`) and its
-    timeout, as shared/topology.py declares them."""
+    timeout, as shared/topology.py declares them; what they emit goes to `metrics`."""
     return ContainerPool(
         declared.service,
         declared.entry_point,
         _environment(settings, declared.service),
         max_containers,
         function_timeout=declared.timeout_seconds,
+        on_metrics=None if metrics is None else metrics.record,
     )
 
 
 def relay_stream_poller(
-    streams: DynamoDBStreamsClient, stream_arn: str, relay: Handler, on_failure: Callable[[dict[str, Any]], None]
+    streams: DynamoDBStreamsClient,
+    stream_arn: str,
+    relay: Handler,
+    on_failure: Callable[[dict[str, Any]], None],
+    on_iterator_age: Callable[[float], None] | None = None,
 ) -> StreamPoller:
     """The loans table's stream feeding the relay, as its deployed event source mapping does."""
     source = topology.RELAY_STREAM
@@ -131,6 +146,7 @@ def relay_stream_poller(
         admits=source.admits,
         max_record_age_seconds=source.max_record_age_seconds,
         parallelization_factor=source.parallelization_factor,
+        on_iterator_age=on_iterator_age,
     )
 
 
@@ -188,6 +204,9 @@ class LocalRuntime:
         self._ready = threading.Event()
         self._probe: DynamoDBClient | None = None
         self._relay: PollingLoop | None = None
+        # What the functions emitted (and the relay's poller measured), for the dashboard.
+        self.metrics = LocalMetrics()
+        self._dashboard: DashboardServer | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -213,7 +232,7 @@ class LocalRuntime:
         loans_settings = LoansSettings(
             region=c.region, aws_endpoint_url=endpoint, loans_table_name=resources.loans_table
         )
-        loans = function_pool(topology.LOANS_API, loans_settings, c.max_containers)
+        loans = function_pool(topology.LOANS_API, loans_settings, c.max_containers, self.metrics)
         self._pools.append(loans)
         loans_server = _listening(
             "loans-api",
@@ -228,7 +247,7 @@ class LocalRuntime:
             journeys_table_name=resources.journeys_table,
             loans_api_url=c.loans_api_url or loans_server.url,
         )
-        orchestrator = function_pool(topology.ORCHESTRATOR, orchestrator_settings, c.max_containers)
+        orchestrator = function_pool(topology.ORCHESTRATOR, orchestrator_settings, c.max_containers, self.metrics)
         self._pools.append(orchestrator)
         orchestrator_server = _listening(
             "orchestrator", c.host, c.port, lambda: ApiServer("orchestrator", orchestrator, c.host, c.port, self.health)
@@ -243,6 +262,7 @@ class LocalRuntime:
         for rule in c.aws_faults:
             self._moto.faults.add(rule)
         self._start_pollers(resources, metrics, loans_server.url)
+        self._dashboard = self._serve_dashboard(resources, orchestrator_server.url, loans_server.url).start()
         self._ready.set()
         return self
 
@@ -270,7 +290,11 @@ class LocalRuntime:
                 relay_bootstrap.build_stream_handler(relay_settings, metrics, publisher), metrics
             )
         stream = relay_stream_poller(
-            aws.client("dynamodbstreams", c.region, endpoint), resources.loans_stream_arn, relay, to_relay_failures
+            aws.client("dynamodbstreams", c.region, endpoint),
+            resources.loans_stream_arn,
+            relay,
+            to_relay_failures,
+            on_iterator_age=lambda age_ms: self.metrics.record(names.RELAY, {"IteratorAge": [age_ms]}),
         )
         queue_arn = sqs.get_queue_attributes(QueueUrl=resources.events_queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
@@ -319,17 +343,44 @@ class LocalRuntime:
     def _container(self, declared: Function, settings: BaseSettings, max_containers: int = 1) -> ContainerPool:
         """A poller's function, run through its Lambda entry point in containers of its own: as many as
         its poller invokes it at once (one warmed now, the others started when first needed)."""
-        pool = function_pool(declared, settings, max_containers=max_containers)
+        pool = function_pool(declared, settings, max_containers=max_containers, metrics=self.metrics)
         pool.warm()
         self._pools.append(pool)
         return pool
+
+    def _serve_dashboard(self, resources: LocalResources, api_url: str, loans_api_url: str) -> DashboardServer:
+        """The dashboard's page, on its port or, when that is taken, any free one (the URL says which)."""
+        c = self.config
+        target = Target(
+            c.region, resources.endpoint_url, resources.loans_table, resources.journeys_table,
+            resources.events_queue_url, resources.events_dlq_url, resources.relay_failures_url, api_url, loans_api_url,
+        )  # fmt: skip
+        local_board = LocalBoard(self.metrics, lambda: target, self.pollers)
+        try:
+            return DashboardServer(local_board, c.host, c.dashboard_port)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            logger.warning("the dashboard's port is taken: it listens on another", extra={"port": c.dashboard_port})
+            return DashboardServer(local_board, c.host, 0)
+
+    def pollers(self) -> dict[str, str]:
+        """Each poller of road 2 ("relay", "consumer", "sweeper"): running, stopped (its loop ended, or its
+        last tick failed), or off (`disabled`)."""
+        loops = {loop.name: loop for loop in self._loops}
+        return {
+            name: OFF if loop is None else RUNNING if loop.alive and loop.healthy else STOPPED
+            for name in POLLERS
+            for loop in [loops.get(name)]
+        }
 
     def stop(self) -> None:
         """Stop the loops and the servers, then every function's containers, then the AWS endpoint they
         call: each stage's parts at once (each takes a moment to wind down, more on a loaded machine, and
         one after another they added up to tens of seconds)."""
         self._ready.clear()
-        _all_at_once([loop.stop for loop in self._loops] + [server.stop for server in self._servers])
+        servers = [*self._servers, *([self._dashboard] if self._dashboard is not None else [])]
+        _all_at_once([loop.stop for loop in self._loops] + [server.stop for server in servers])
         for poller in self._pollers:
             poller.close()
         _all_at_once([pool.stop for pool in self._pools])
@@ -359,10 +410,12 @@ class LocalRuntime:
 
     @property
     def urls(self) -> dict[str, str]:
-        names = {server.name: server.url for server in self._servers}
+        found = {server.name: server.url for server in self._servers}
         if self._moto is not None:
-            names["aws"] = self._moto.url
-        return names
+            found["aws"] = self._moto.url
+        if self._dashboard is not None:
+            found["dashboard"] = self._dashboard.url
+        return found
 
 
 def _all_at_once(stops: list[Callable[[], None]]) -> None:

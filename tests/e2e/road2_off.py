@@ -1,8 +1,9 @@
 """`saga local --disable consumer`, as the operator suites (tests/e2e/test_operator.py, test_attack_operator.py)
-meet it: road 2 stops at the events queue, so nothing heals a journey but road 1, and nothing but a test moves
-a message. One runtime for both modules (tests/e2e/conftest.py; one xdist group, tests/conftest.py): each test
-makes its own journeys, and a test that needs a queue empty or an AWS fault set does it itself and undoes it.
-The `saga` commands run as an operator runs them, in a subprocess that finds the system by its state file."""
+and the dashboard's browser test (tests/e2e/test_dashboard.py) meet it: road 2 stops at the events queue, so
+nothing heals a journey but road 1, and nothing but a test moves a message. One runtime for the three modules
+(tests/e2e/conftest.py; one xdist group, tests/conftest.py): each test makes its own journeys, and a test that
+needs a queue empty or an AWS fault set does it itself and undoes it. The `saga` commands run as an operator
+runs them, in a subprocess that finds the system by its state file."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
+from shared import dashboard as board
 from shared import metric_names as names
 from shared import stack_outputs as keys
 from tests.infra.template import by_logical_prefix, of_type
@@ -24,6 +25,20 @@ def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
                    "Duration", names.JOURNEYS_OUT_OF_SYNC, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS,
                    names.UNREADABLE_OUTBOX_ITEMS, names.EVENTS_REJECTED):  # fmt: skip
         assert needle in body, needle
+
+
+def test_dashboard_shows_the_widgets_shared_dashboard_declares_in_their_order_with_their_metrics(resources):
+    # (`saga local` serves the same widgets: tests/e2e/test_dashboard.py)
+    [dashboard] = of_type(resources, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    positions = {widget.title: body.find(json.dumps(json.dumps(widget.title))[3:-3]) for widget in board.WIDGETS}
+    assert -1 not in positions.values(), positions
+    assert list(positions.values()) == sorted(positions.values()), positions
+    for widget in board.WIDGETS:
+        for series in widget.series:
+            if isinstance(series, board.SagaMetric | board.SagaSum):
+                assert series.name in body, (widget.title, series)
+    assert "Invocations" in body, "the pollers' widget: each poller's function invocations"
 
 
 @pytest.mark.parametrize(
