@@ -10,7 +10,13 @@ from aws_lambda_powertools import Metrics
 
 from functions.auditor.service import JourneyAuditor, ScheduledAudit
 from functions.auditor.settings import AuditorSettings
-from functions.auditor.store import AUDIT_LEASE_KEY, DynamoAuditState, DynamoChangeFinder, DynamoTruthReader
+from functions.auditor.store import (
+    AUDIT_LEASE_KEY,
+    DynamoAuditState,
+    DynamoChangeFinder,
+    DynamoRecordRebuilder,
+    DynamoTruthReader,
+)
 from shared import topology
 from shared.applier import EventApplier
 from shared.clock import utc_now
@@ -24,16 +30,19 @@ if TYPE_CHECKING:
 def build_auditor(
     loans: DynamoDBClient, journeys: DynamoDBClient, settings: AuditorSettings, clock: Callable[[], datetime] = utc_now
 ) -> tuple[JourneyAuditor, DynamoChangeFinder]:
-    """The audit over two DynamoDB clients (the loans table's and the journeys table's)."""
+    """The audit over two DynamoDB clients (the loans table's and the journeys table's; a rebuild's one
+    transaction checks the loans table through the journeys table's client)."""
     records = DynamoControlRecordStore(journeys, settings.journeys_table_name)
     auditor = JourneyAuditor(
         DynamoTruthReader(loans, settings.loans_table_name),
         records,
         EventApplier(records, clock=clock),
+        DynamoRecordRebuilder(journeys, settings.journeys_table_name, settings.loans_table_name),
         clock,
         settings.grace_seconds,
     )
-    return auditor, DynamoChangeFinder(loans, settings.loans_table_name)
+    changes = DynamoChangeFinder(loans, settings.loans_table_name, journeys, settings.journeys_table_name)
+    return auditor, changes
 
 
 def build_scheduled(

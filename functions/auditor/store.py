@@ -15,13 +15,16 @@ from functions.auditor.audit import Truth
 from functions.auditor.service import AuditState, AuditStateConflict, Change, EventFacts, Ledgers
 from shared import event_ids, outbox
 from shared.batch_read import batch_get
-from shared.dynamo import error_code, from_item, to_item
+from shared.control_record import ControlRecord
+from shared.control_store import control_item
+from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
-from shared.keys import JOURNEY_PREFIX, LEDGER_SK, event_sk, journey_pk
+from shared.keys import CONTROL_SK, JOURNEY_PREFIX, LEDGER_SK, event_sk, journey_pk
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import ConditionCheckTypeDef, PutTypeDef
 
 AUDIT_STATE_KEY = {"pk": "AUDIT", "sk": "STATE"}
 # The scheduled audit's lease (shared/lease.py), next to its state item.
@@ -62,13 +65,55 @@ class DynamoTruthReader:
         return EventFacts(event, values.get("status"), occurred)
 
 
+class DynamoRecordRebuilder:
+    """A rebuild's write: one TransactWriteItems putting the Control Record (journeys table) on its judged
+    version, with a ConditionCheck that loans-api's ledger (loans table) is still at the seq it was rebuilt
+    from (absent for seq 0). The audit never writes to the loans table; it only checks it, atomically with
+    its own write. One client for both tables: a transaction spans tables of one account and region."""
+
+    def __init__(self, client: DynamoDBClient, journeys_table: str, loans_table: str) -> None:
+        self._client = client
+        self._journeys = journeys_table
+        self._loans = loans_table
+
+    def rebuild(self, record: ControlRecord, judged_version: int, ledger_seq: int) -> bool:
+        ledger: ConditionCheckTypeDef = {
+            "TableName": self._loans,
+            "Key": to_item({"pk": journey_pk(record.journeyId), "sk": LEDGER_SK}),
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        if ledger_seq > 0:
+            ledger["ConditionExpression"] = "seq = :seq"
+            ledger["ExpressionAttributeValues"] = to_item({":seq": ledger_seq})
+        put: PutTypeDef = {
+            "TableName": self._journeys,
+            "Item": control_item(record),
+            "ConditionExpression": "version = :judged",
+            "ExpressionAttributeValues": to_item({":judged": judged_version}),
+        }
+        try:
+            self._client.transact_write_items(TransactItems=[{"Put": put}, {"ConditionCheck": ledger}])
+        except ClientError as error:
+            if error_code(error) != "TransactionCanceledException":
+                raise
+            codes = {str(reason.get("Code") or "None") for reason in cancellation_reasons(error)}
+            if codes & {"ConditionalCheckFailed", "TransactionConflict"}:
+                return False  # the record or the ledger moved (or is moving): audit it again
+            raise
+        return True
+
+
 class DynamoChangeFinder:
     """Which journeys changed when: the keys-only changes index (one partition per event type, sorted
-    by UUIDv7 eventId), or, for an audit of everything, a scan of the ledgers."""
+    by UUIDv7 eventId), or, for an audit of everything, a scan of the ledgers and of the Control Records."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, journeys_client: DynamoDBClient, journeys_table: str
+    ) -> None:
         self._client = client
         self._table = table_name
+        self._journeys_client = journeys_client
+        self._journeys = journeys_table
 
     def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]:
         """The events with an id above `after` (an eventId, or `event_ids.lower_bound` of a time) and
@@ -96,11 +141,23 @@ class DynamoChangeFinder:
         return found
 
     def all_journeys(self) -> Iterator[str]:
-        pages = self._client.get_paginator("scan").paginate(
-            TableName=self._table,
-            FilterExpression="sk = :ledger",
+        """Every journey either side knows: loans-api's ledgers, then the Control Records of journeys
+        loans-api has no ledger of (the ledgers' ids are kept in memory meanwhile, ~100 bytes each)."""
+        with_ledger: set[str] = set()
+        for journey_id in self._journeys_in(self._client, self._table, LEDGER_SK):
+            with_ledger.add(journey_id)
+            yield journey_id
+        for journey_id in self._journeys_in(self._journeys_client, self._journeys, CONTROL_SK):
+            if journey_id not in with_ledger:
+                yield journey_id
+
+    @staticmethod
+    def _journeys_in(client: DynamoDBClient, table: str, sort_key: str) -> Iterator[str]:
+        pages = client.get_paginator("scan").paginate(
+            TableName=table,
+            FilterExpression="sk = :sk",
             ProjectionExpression="pk",
-            ExpressionAttributeValues=to_item({":ledger": LEDGER_SK}),
+            ExpressionAttributeValues=to_item({":sk": sort_key}),
         )
         for page in pages:
             for item in page.get("Items", []):

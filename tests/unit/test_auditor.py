@@ -13,7 +13,7 @@ from functions.loans_api import domain
 from shared.applier import EventApplier
 from shared.control_record import new_control_record
 from shared.events import LoanEvent
-from tests.fakes import FakeAuditState, FakeControlRecords, FakeTruths
+from tests.fakes import FakeAuditState, FakeControlRecords, FakeRecordRebuilder, FakeTruths
 from tests.support import quiet_metrics
 
 COMMITTED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -30,7 +30,8 @@ def simulated_and_accepted(journey_id: str) -> list[LoanEvent]:
 
 
 def auditor_at(now: datetime, truths: FakeTruths, records: FakeControlRecords) -> JourneyAuditor:
-    return JourneyAuditor(truths, records, EventApplier(records, clock=lambda: now), lambda: now, GRACE)
+    applier = EventApplier(records, clock=lambda: now)
+    return JourneyAuditor(truths, records, applier, FakeRecordRebuilder(records, truths.seq), lambda: now, GRACE)
 
 
 def behind(journey_id: str) -> tuple[FakeTruths, FakeControlRecords]:
