@@ -59,6 +59,7 @@ def build_scheduled(
         late_commit_margin_seconds=settings.late_commit_margin_seconds,
         max_changes_per_run=settings.max_changes_per_run,
         max_suspects=settings.max_suspects,
+        records_swept_per_run=settings.records_swept_per_run,
     )
 
 

@@ -60,10 +60,19 @@ class TruthReader(Protocol):
     def event(self, journey_id: str, seq: int) -> EventFacts | None: ...
 
 
+# Where a page of the Control Records starts: the (pk, sk) of the last item the previous page read.
+SweepKey = tuple[str, str]
+
+
 class ChangeFinder(Protocol):
     def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]: ...
 
     def all_journeys(self) -> Iterator[str]: ...
+
+    def records_page(self, start: SweepKey | None, limit: int) -> tuple[list[str], SweepKey | None]:
+        """The journeys of the Control Records in the next `limit` items of the journeys table after
+        `start` (None: its beginning), and where the page after starts (None: the table's end)."""
+        ...
 
 
 class ControlRecords(Protocol):
@@ -85,6 +94,8 @@ class AuditState:
     resume_after: str | None = None
     # How many runs have saved it: a run saves only over the version it read (0: none yet).
     version: int = 0
+    # Where the sweep of the Control Records goes on (None: from the beginning of the journeys table).
+    sweep_from: SweepKey | None = None
 
 
 class AuditStateConflict(Exception):
@@ -260,6 +271,7 @@ class ScheduledAudit:
         late_commit_margin_seconds: float,
         max_changes_per_run: int,
         max_suspects: int,
+        records_swept_per_run: int = 0,
     ) -> None:
         self._auditor = auditor
         self._changes = changes
@@ -273,6 +285,10 @@ class ScheduledAudit:
         self._margin = timedelta(seconds=late_commit_margin_seconds)
         self._max_changes = max_changes_per_run
         self._max_suspects = max_suspects
+        # A record loans-api has no change of (a journeys table restored from elsewhere, a forged event
+        # applied) is in no index of loans-api's: each run also audits the next page of the Control Records,
+        # so the whole table is audited every (its items / this) runs.
+        self._sweep = records_swept_per_run
 
     def run(self) -> AuditReport:
         now = self._clock()
@@ -283,7 +299,8 @@ class ScheduledAudit:
             start = (state.checked_until - self._margin) if state.checked_until else now - self._lookback
             after = event_ids.lower_bound(start)
         changes = self._changes.changed_between(after, now, self._max_changes)
-        report = self._auditor.audit(dict.fromkeys([*state.suspects, *(c.journey_id for c in changes)]))
+        swept, sweep_next = self._changes.records_page(state.sweep_from, self._sweep) if self._sweep else ([], None)
+        report = self._auditor.audit(dict.fromkeys([*state.suspects, *(c.journey_id for c in changes), *swept]))
         suspects = [f.journeyId for f in report.outOfSync] + report.withinGrace
         if len(suspects) > self._max_suspects:
             logger.error(
@@ -292,9 +309,10 @@ class ScheduledAudit:
             )
         if len(changes) >= self._max_changes:  # capped: the next run goes on right after the last change read
             logger.warning("audit capped: more changes than one run reads", extra={"read": len(changes)})
-            next_state = AuditState(state.checked_until, tuple(suspects[: self._max_suspects]), changes[-1].event_id)
+            remembered = tuple(suspects[: self._max_suspects])
+            next_state = AuditState(state.checked_until, remembered, changes[-1].event_id, sweep_from=sweep_next)
         else:
-            next_state = AuditState(now, tuple(suspects[: self._max_suspects]))
+            next_state = AuditState(now, tuple(suspects[: self._max_suspects]), sweep_from=sweep_next)
         try:
             self._state.put(next_state, read=state)
         except AuditStateConflict:  # (the lease keeps runs apart; this is the write's own guard)

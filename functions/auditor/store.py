@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from functions.auditor.audit import Truth
-from functions.auditor.service import AuditState, AuditStateConflict, Change, EventFacts, Ledgers
+from functions.auditor.service import AuditState, AuditStateConflict, Change, EventFacts, Ledgers, SweepKey
 from shared import event_ids, outbox
 from shared.batch_read import batch_get
 from shared.control_record import ControlRecord
@@ -151,6 +151,22 @@ class DynamoChangeFinder:
             if journey_id not in with_ledger:
                 yield journey_id
 
+    def records_page(self, start: SweepKey | None, limit: int) -> tuple[list[str], SweepKey | None]:
+        """One Scan of the journeys table (`limit` items read, the Control Records kept), from `start`."""
+        request: dict[str, Any] = {
+            "TableName": self._journeys,
+            "FilterExpression": "sk = :sk",
+            "ProjectionExpression": "pk",
+            "ExpressionAttributeValues": to_item({":sk": CONTROL_SK}),
+            "Limit": limit,
+        }
+        if start is not None:
+            request["ExclusiveStartKey"] = to_item({"pk": start[0], "sk": start[1]})
+        page = self._journeys_client.scan(**request)
+        found = [item["pk"]["S"].removeprefix(JOURNEY_PREFIX) for item in page.get("Items", [])]
+        last = page.get("LastEvaluatedKey")
+        return found, None if last is None else (last["pk"]["S"], last["sk"]["S"])
+
     @staticmethod
     def _journeys_in(client: DynamoDBClient, table: str, sort_key: str) -> Iterator[str]:
         pages = client.get_paginator("scan").paginate(
@@ -174,11 +190,13 @@ class DynamoAuditState:
     def get(self) -> AuditState:
         item = self._client.get_item(TableName=self._table, Key=to_item(AUDIT_STATE_KEY), ConsistentRead=True)
         values = from_item(item.get("Item") or {})
+        sweep = values.get("sweepFrom")
         return AuditState(
             _time(values.get("checkedUntil")),
             tuple(values.get("suspects") or ()),
             values.get("resumeAfter"),
             int(values.get("version") or 0),
+            (str(sweep[0]), str(sweep[1])) if sweep else None,
         )
 
     def put(self, state: AuditState, read: AuditState) -> None:
@@ -192,6 +210,8 @@ class DynamoAuditState:
         }
         if state.checked_until is not None:
             values["checkedUntil"] = state.checked_until.isoformat()
+        if state.sweep_from is not None:
+            values["sweepFrom"] = list(state.sweep_from)
         try:
             # (a state item saved before versions were kept has none: version 0)
             self._client.put_item(

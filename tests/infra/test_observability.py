@@ -42,6 +42,7 @@ def test_dashboard_shows_outbox_age_dlq_depth_and_the_roads(resources):
         (names.JOURNEYS_OUT_OF_SYNC, 0),
         (names.UNREADABLE_OUTBOX_ITEMS, 0),
         (names.EVENTS_REJECTED, 0),  # road 2 set aside a message loans-api did not commit (D15)
+        (names.JOURNEYS_NEEDING_REPAIR, 0),  # a command met a record ahead of loans-api's ledger (D15)
         ("Throttles", 0),
     ],
 )
@@ -62,7 +63,7 @@ def test_every_alarm_exists_with_a_recovery_action_and_every_function_has_errors
     for expected in ("EventsDlqNotEmpty", "RelayFailuresNotEmpty", "OutboxTooOld", "StreamIteratorAge",
                      "SweeperSilent", "AuditorSilent",
                      "EventsQueueTooOld", "PublishFailures", "JourneysOutOfSync", "UnreadableOutboxItems",
-                     "EventsRejected",
+                     "EventsRejected", "JourneysNeedRepair",
                      "orchestrator5xxRate", "loans5xxRate", "orchestrator4xxRate", "loans4xxRate",
                      "orchestratorLatency", "loansLatency"):  # fmt: skip
         assert alarm(resources, expected)["OKActions"], expected

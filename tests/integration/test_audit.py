@@ -416,3 +416,43 @@ def test_the_scheduled_audit_never_rebuilds_and_keeps_reporting_a_record_ahead(
         assert records.get("j-alarm").lastAppliedSeq == 10**9
         moment[0] += timedelta(minutes=5)
         metrics.clear_metrics()
+
+
+def test_the_scheduled_audit_sweeps_the_control_records_and_reports_a_journey_loans_api_never_saw(
+    dynamodb: DynamoDBClient, resources, settings, records
+):
+    # Given a record claiming simulated at seq 3 of a journey loans-api has no ledger (nor any change) of
+    journey(dynamodb, resources, "j-restored")
+    record = records.get("j-restored")
+    assert record is not None
+    claimed = record.model_copy(update={"currentState": "simulated", "lastAppliedSeq": 3})
+    dynamodb.put_item(TableName=resources.journeys_table, Item=control_item(claimed))
+    metrics = quiet_metrics("auditor")
+    metrics.clear_metrics()
+    scheduled = auditor_bootstrap.build_scheduled(settings, metrics, dynamodb, clock=lambda: record.updatedAt + LATER)
+    # When the scheduled audit runs
+    report = scheduled.run()
+    # Then its sweep of the Control Records found it, reported with its own finding, and measured
+    assert [(f.journeyId, f.kind) for f in report.outOfSync] == [("j-restored", Kind.NO_LEDGER)], report.to_json()
+    assert metrics.metric_set["JourneysOutOfSync"]["Value"] == [1]
+    assert records.get("j-restored") == claimed
+
+
+def test_the_sweep_pages_through_the_control_records_from_where_the_last_page_stopped(
+    dynamodb: DynamoDBClient, resources, settings
+):
+    # Given two Control Records (and the items of other kinds a journeys table holds)
+    for journey_id in ("j-a", "j-b"):
+        journey(dynamodb, resources, journey_id)
+    _, changes = auditor_at(dynamodb, settings, datetime.now(UTC))
+    # When the sweep reads the table one item a page, each page from where the last one stopped
+    pages, start = [], None
+    for _ in range(10):  # (a hang guard: the table holds two items)
+        found, start = changes.records_page(start, 1)
+        pages.append(found)
+        if start is None:
+            break
+    # Then it read each record once, and said where the table ends
+    assert start is None, pages
+    assert sorted(j for page in pages for j in page) == ["j-a", "j-b"], pages
+    assert all(len(page) <= 1 for page in pages), pages
