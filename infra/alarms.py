@@ -20,6 +20,7 @@ from shared.topology import (
     API_5XX_RATE_ALARM,
     EVENTS_QUEUE_AGE_ALARM_SECONDS,
     ITERATOR_AGE_ALARM_MS,
+    JOURNEYS_NEEDING_REPAIR_ALARM,
     LATENCY_PERIODS,
     OUTBOX_AGE_ALARM_SECONDS,
 )
@@ -44,6 +45,7 @@ class RoadTwo:
     publish_failures: cw.IMetric
     iterator_age: cw.IMetric
     out_of_sync: cw.IMetric
+    needs_repair: cw.IMetric
     rejected: cw.IMetric
     unreadable: cw.IMetric
 
@@ -95,6 +97,15 @@ def road_two(alarm: Alarm, metrics: RoadTwo) -> None:
         "A Control Record disagrees with loans-api past the grace period: `saga audit` lists it, says "
         "which road should have brought it, and repairs it with --repair where that is mechanical. "
         "(An audit that stopped reporting is AuditorSilent.)",
+    )
+    alarm(
+        "JourneysNeedRepair",
+        metrics.needs_repair,
+        JOURNEYS_NEEDING_REPAIR_ALARM,
+        "An agent's command met a Control Record ahead of loans-api's ledger (answered 500 journey-needs-repair, "
+        "not retryable): no command can move that journey. The orchestrator's log names it ('journey needs "
+        "repair'); `saga audit --journey J` says how it differs, `saga audit --repair --rebuild --journey J` "
+        "re-projects it from the ledger.",
     )
     alarm(
         "EventsRejected",

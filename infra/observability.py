@@ -104,6 +104,7 @@ class Observability(Construct):
                 publish_failures=publish_failures,
                 iterator_age=iterator_age,
                 out_of_sync=out_of_sync,
+                needs_repair=saga_metric(names.ORCHESTRATOR, names.JOURNEYS_NEEDING_REPAIR),
                 rejected=saga_metric(names.CONSUMER, names.EVENTS_REJECTED),
                 unreadable=unreadable,
             ),

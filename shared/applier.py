@@ -13,7 +13,7 @@ from typing import Protocol
 from shared import state_machine
 from shared.control_record import TRAIL_LENGTH, Application, ControlRecord, Road
 from shared.errors import JourneyNotFound, StoreContention
-from shared.events import LoanEvent
+from shared.events import LoanEvent, LoanSnapshot
 
 
 class Outcome(StrEnum):
@@ -37,53 +37,64 @@ def decide(record: ControlRecord, event: LoanEvent, now: datetime, road: Road) -
     """What applying `event`, brought by `road`, to `record` means. Pure."""
     if already_applied(record, event):
         return Decision(Outcome.NOOP, record)
-    bookkeeping = _bookkeeping(record, event, now, road)
+    bookkeeping = _bookkeeping(record, event.seq, event.eventId, now, road)
     if state_machine.is_terminal(record.currentState):
         # Terminal states are never left, but the record still tracks the truth's sequence.
         return Decision(Outcome.APPLIED, record.model_copy(update=bookkeeping))
     target = event.snapshot.state
     if not state_machine.can_reach(record.currentState, target):
         return Decision(Outcome.SKIPPED, record)
-    return Decision(Outcome.APPLIED, record.model_copy(update=_projection(record, event, now, bookkeeping)))
+    return Decision(Outcome.APPLIED, record.model_copy(update=_projection(record, event.snapshot, now, bookkeeping)))
 
 
-def rebuild(record: ControlRecord, truth: LoanEvent, now: datetime) -> Decision:
-    """The record re-projected from loans-api's newest event, whatever the record says: an operator's
-    repair of a record that is ahead of the ledger or diverged from it (`saga audit --repair --rebuild`),
-    where `decide` would call the event a no-op or a terminal record would not move. Never used by a
-    road. NOOP when the record already shows exactly the truth; otherwise APPLIED with version + 1 and
-    a `rebuild` entry in the trail. Pure."""
+def rebuild(record: ControlRecord, truth: LoanEvent | None, now: datetime) -> Decision:
+    """The record re-projected from loans-api's newest event (`truth`; None when loans-api has no ledger of
+    the journey: the journey before any command, `created` at seq 0), whatever the record says: an
+    operator's repair of a record that is ahead of the ledger or diverged from it (`saga audit --repair
+    --rebuild`), where `decide` would call the event a no-op or a terminal record would not move. Never used
+    by a road, and written only while the ledger is still at `truth` (functions/auditor/service.py), so it
+    never takes a record back from what loans-api holds. NOOP when the record already shows exactly the
+    truth; otherwise APPLIED with version + 1 and a `rebuild` entry in the trail. Pure."""
     if shows(record, truth):
         return Decision(Outcome.NOOP, record)
-    projected = _projection(record, truth, now, _bookkeeping(record, truth, now, "rebuild"))
-    return Decision(Outcome.APPLIED, record.model_copy(update=projected))
+    seq, event_id, snapshot = _truth_of(record.journeyId, truth)
+    bookkeeping = _bookkeeping(record, seq, event_id, now, "rebuild")
+    return Decision(Outcome.APPLIED, record.model_copy(update=_projection(record, snapshot, now, bookkeeping)))
 
 
-def shows(record: ControlRecord, truth: LoanEvent) -> bool:
-    """True when `record` holds exactly what `truth` says: its seq, its event and its loan state."""
-    return (
-        record.lastAppliedSeq == truth.seq
-        and record.lastAppliedEventId == truth.eventId
-        and record.loan_view() == truth.snapshot
-    )
+def before_any_command(journey_id: str) -> LoanSnapshot:
+    """The journey as loans-api sees it before its first command: no ledger, nothing committed."""
+    return LoanSnapshot(journeyId=journey_id, state="created")
 
 
-def _bookkeeping(record: ControlRecord, event: LoanEvent, now: datetime, road: Road) -> dict[str, object]:
+def shows(record: ControlRecord, truth: LoanEvent | None) -> bool:
+    """True when `record` holds exactly what `truth` says (None: loans-api has no ledger of the journey):
+    its seq, its event and its loan state."""
+    seq, event_id, snapshot = _truth_of(record.journeyId, truth)
+    return record.lastAppliedSeq == seq and record.lastAppliedEventId == event_id and record.loan_view() == snapshot
+
+
+def _truth_of(journey_id: str, truth: LoanEvent | None) -> tuple[int, str | None, LoanSnapshot]:
+    if truth is None:
+        return 0, None, before_any_command(journey_id)
+    return truth.seq, truth.eventId, truth.snapshot
+
+
+def _bookkeeping(record: ControlRecord, seq: int, event_id: str | None, now: datetime, road: Road) -> dict[str, object]:
     version = record.version + 1
-    trail = [*record.appliedBy, Application(seq=event.seq, road=road, at=now, version=version)]
+    trail = [*record.appliedBy, Application(seq=seq, road=road, at=now, version=version)]
     return {
         "version": version,
-        "lastAppliedSeq": event.seq,
-        "lastAppliedEventId": event.eventId,
+        "lastAppliedSeq": seq,
+        "lastAppliedEventId": event_id,
         "updatedAt": now,
         "appliedBy": trail[-TRAIL_LENGTH:],
     }
 
 
 def _projection(
-    record: ControlRecord, event: LoanEvent, now: datetime, bookkeeping: dict[str, object]
+    record: ControlRecord, snapshot: LoanSnapshot, now: datetime, bookkeeping: dict[str, object]
 ) -> dict[str, object]:
-    snapshot = event.snapshot
     target = snapshot.state
     return {
         **bookkeeping,
@@ -143,15 +154,3 @@ class EventApplier:
             if self._store.replace(decision.record, expected_version=record.version):
                 return decision
         raise StoreContention(f"journey {event.journeyId}: {self._max_attempts} CAS attempts lost")
-
-    def rebuild(self, truth: LoanEvent, judged: ControlRecord) -> Decision:
-        """Re-project `judged`, the record an operator's audit compared with `truth` (loans-api's newest
-        event), from that truth (`rebuild`). One compare-and-swap on the version judged, never retried: a
-        record that moved since was moved by a road applying a newer event, and re-deciding on the old
-        truth would take it back; SKIPPED then (audit again)."""
-        decision = rebuild(judged, truth, self._clock())
-        if decision.outcome is not Outcome.APPLIED:
-            return decision
-        if self._store.replace(decision.record, expected_version=judged.version):
-            return decision
-        return Decision(Outcome.SKIPPED, judged)

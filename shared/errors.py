@@ -92,6 +92,12 @@ class StoreContention(DomainError):
     """Optimistic concurrency kept losing; the caller may retry."""
 
 
+class JourneyNeedsRepair(DomainError):
+    """The journey's Control Record claims more than loans-api's ledger holds (ahead of it, or of a journey it
+    has no ledger of): loans-api refuses every command decided on it, however often it is repeated, until an
+    operator re-projects the record from the ledger (`saga audit --repair --rebuild`)."""
+
+
 class UpstreamUnavailable(DomainError):
     """A dependency stayed unreachable (or kept failing) after every retry."""
 

@@ -30,6 +30,9 @@ EVENTS_SKIPPED = "EventsSkipped"
 EVENTS_FAILED = "EventsFailed"
 # Messages the consumer set aside: not what loans-api committed (D15); counted at each receive.
 EVENTS_REJECTED = "EventsRejected"
+# Commands the orchestrator could not decide: the journey's record is ahead of loans-api's ledger (needs
+# `saga audit --repair --rebuild`); counted at each such answer.
+JOURNEYS_NEEDING_REPAIR = "JourneysNeedingRepair"
 JOURNEYS_OUT_OF_SYNC = "JourneysOutOfSync"
 OLDEST_OUT_OF_SYNC_AGE_SECONDS = "OldestOutOfSyncAgeSeconds"
 JOURNEYS_AUDITED = "JourneysAudited"
@@ -50,6 +53,7 @@ ON_OCCURRENCE = frozenset(
         EVENTS_FAILED,
         PUBLISH_FAILURES,
         LEASE_HELD,
+        JOURNEYS_NEEDING_REPAIR,
         "Throttles",
     }
 )

@@ -57,7 +57,9 @@ def problem_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
         415: "Body sent with a content type other than application/json.",
         422: "Invalid input, or an Idempotency-Key reused with a different body.",
         500: "An unexpected error. `retryable` true: repeating the same request (same Idempotency-Key) is safe; "
-        "false: the service found its own state inconsistent, and repeating cannot help.",
+        "false: the service found its own state inconsistent, and repeating cannot help: `journey-needs-repair` "
+        "when the journey's record claims more than loans-api's ledger holds (nothing was done; an operator must "
+        "repair the journey, the detail says how).",
         502: "A dependency rejected the request unexpectedly.",
         503: "A dependency is unavailable; retrying the same request is safe.",
     }

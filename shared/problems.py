@@ -50,6 +50,7 @@ _DOMAIN_ERRORS: tuple[tuple[type[errors.DomainError], int, str, str, bool], ...]
     (errors.UpstreamUnavailable, 503, "upstream-unavailable", "Dependency unavailable", True),
     (errors.UpstreamRejected, 502, "upstream-rejected", "Dependency rejected the request", False),
     (errors.InvariantBroken, 500, "invariant-broken", "Internal inconsistency", False),
+    (errors.JourneyNeedsRepair, 500, "journey-needs-repair", "An operator must repair this journey", False),
     (errors.OutcomeUnknown, 500, "outcome-unknown", "Unexpected error; the outcome is unknown", False),
 )
 

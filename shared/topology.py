@@ -182,6 +182,8 @@ OUTBOX_AGE_ALARM_SECONDS = 300
 ITERATOR_AGE_ALARM_MS = 60_000
 EVENTS_QUEUE_AGE_ALARM_SECONDS = 300
 API_5XX_RATE_ALARM = 0.01
+# Any command answered `journey-needs-repair` pages: no agent can move that journey until an operator does.
+JOURNEYS_NEEDING_REPAIR_ALARM = 0
 API_LIMITS = {
     # Agents meet 404 and 409 (an illegal command) as part of the protocol; a quarter of all answers
     # means an agent is stuck or its signing broke (403).

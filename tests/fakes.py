@@ -340,6 +340,11 @@ class FakeTruths:
     def commit(self, event: LoanEvent) -> None:
         self.events.setdefault(event.journeyId, []).append(event)
 
+    def seq(self, journey_id: str) -> int:
+        """Where the journey's ledger stands (0: no ledger)."""
+        events = self.events.get(journey_id)
+        return events[-1].seq if events else 0
+
     def ledgers(self, journey_ids: list[str]) -> Ledgers:
         found = Ledgers()
         for journey_id in dict.fromkeys(journey_ids):
@@ -359,6 +364,20 @@ class FakeControlRecords(FakeJourneyStore):
 
     def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]:
         return {j: self.records[j] for j in journey_ids if j in self.records}
+
+
+class FakeRecordRebuilder:
+    """The audit's RecordRebuilder: the record replaced on its judged version only while `ledger_seq` (loans-api's
+    ledger, 0 for none) still says the seq it was rebuilt from, both checked at once as the transaction does."""
+
+    def __init__(self, records: FakeJourneyStore, ledger_seq: Callable[[str], int]) -> None:
+        self._records = records
+        self._ledger_seq = ledger_seq
+
+    def rebuild(self, record: ControlRecord, judged_version: int, ledger_seq: int) -> bool:
+        if self._ledger_seq(record.journeyId) != ledger_seq:
+            return False
+        return self._records.replace(record, expected_version=judged_version)
 
 
 class FakeAuditState:

@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from shared.applier import Outcome, decide
+from shared.applier import Outcome, before_any_command, decide
 from shared.control_record import ControlRecord
 from shared.events import LoanEvent, LoanSnapshot
 
@@ -90,6 +90,9 @@ class Kind(StrEnum):
     BEHIND = "behind"  # the record has not applied events loans-api committed
     DIVERGED = "diverged"  # same seq, other content: changed by something other than an event
     AHEAD = "ahead"  # the record claims events loans-api does not have
+    # The record claims progress (a state, a seq) for a journey loans-api has no ledger of: it never
+    # committed a command for it (a journeys table restored from elsewhere, a forged event applied).
+    NO_LEDGER = "no-ledger"
     NO_CONTROL_RECORD = "no-control-record"  # loans-api holds a journey the orchestrator never created
 
 
@@ -118,13 +121,19 @@ def rebuild_command(journey_id: str) -> str:
     return f"saga audit --repair --rebuild --journey {journey_id}"
 
 
-def judge(record: ControlRecord | None, truth: Truth, evidence: Evidence, now: datetime) -> Finding | None:
-    """None when the record agrees with the truth; otherwise what differs and what to do about it."""
-    truth_view = JourneyView.of_snapshot(truth.snapshot, truth.seq)
+def judge(
+    journey_id: str, record: ControlRecord | None, truth: Truth | None, evidence: Evidence, now: datetime
+) -> Finding | None:
+    """None when the record agrees with the truth (None: loans-api has no ledger of the journey, which
+    agrees only with a record no command has reached); otherwise what differs and what to do about it.
+    Judge a record read before its truth: the ledger only grows, so it is then at least as new as any
+    event the record applied, and a record ahead of it claims what loans-api never committed."""
     if record is None:
+        if truth is None:
+            return None  # neither side knows it
         since = truth.updated_at
         return Finding(
-            journeyId=truth.journey_id,
+            journeyId=journey_id,
             kind=Kind.NO_CONTROL_RECORD,
             differences=["no Control Record"],
             recordSeq=None,
@@ -135,24 +144,38 @@ def judge(record: ControlRecord | None, truth: Truth, evidence: Evidence, now: d
             repairable=False,
             repair="no mechanical repair: loans-api was called for a journey the orchestrator never created",
         )
+    truth_seq = 0 if truth is None else truth.seq
+    truth_view = JourneyView.of_snapshot(before_any_command(journey_id) if truth is None else truth.snapshot, truth_seq)
     found = differences(JourneyView.of_record(record), truth_view)
     if not found:
         return None
-    if record.lastAppliedSeq < truth.seq:
+    if truth is None:
+        kind = Kind.NO_LEDGER
+        since = record.updatedAt
+        road = "none: loans-api never committed a command for this journey (the record was written by something else)"
+        repairable, repair = (
+            False,
+            (
+                "no mechanical repair: loans-api has no ledger of this journey, so no event explains the record; to "
+                f"re-project it as loans-api sees it (created, seq 0): {rebuild_command(journey_id)}"
+            ),
+        )
+    elif record.lastAppliedSeq < truth.seq:
         kind = Kind.BEHIND
         since = evidence.first_missing_at or truth.updated_at
         road = _road_for(evidence)
+        repairable, repair = _repair(record, truth_view, evidence, now)
     else:
         kind = Kind.AHEAD if record.lastAppliedSeq > truth.seq else Kind.DIVERGED
         since = max(t for t in (truth.updated_at, record.updatedAt) if t is not None)
         road = "none: no event of loans-api explains this record (it was written by something else)"
-    repairable, repair = _repair(record, truth_view, evidence, now)
+        repairable, repair = _repair(record, truth_view, evidence, now)
     return Finding(
-        journeyId=truth.journey_id,
+        journeyId=journey_id,
         kind=kind,
         differences=found,
         recordSeq=record.lastAppliedSeq,
-        truthSeq=truth.seq,
+        truthSeq=truth_seq,
         outOfSyncSince=since,
         ageSeconds=_age(since, now),
         expectedRoad=road,

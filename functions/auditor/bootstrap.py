@@ -10,7 +10,13 @@ from aws_lambda_powertools import Metrics
 
 from functions.auditor.service import JourneyAuditor, ScheduledAudit
 from functions.auditor.settings import AuditorSettings
-from functions.auditor.store import AUDIT_LEASE_KEY, DynamoAuditState, DynamoChangeFinder, DynamoTruthReader
+from functions.auditor.store import (
+    AUDIT_LEASE_KEY,
+    DynamoAuditState,
+    DynamoChangeFinder,
+    DynamoRecordRebuilder,
+    DynamoTruthReader,
+)
 from shared import topology
 from shared.applier import EventApplier
 from shared.clock import utc_now
@@ -24,16 +30,21 @@ if TYPE_CHECKING:
 def build_auditor(
     loans: DynamoDBClient, journeys: DynamoDBClient, settings: AuditorSettings, clock: Callable[[], datetime] = utc_now
 ) -> tuple[JourneyAuditor, DynamoChangeFinder]:
-    """The audit over two DynamoDB clients (the loans table's and the journeys table's)."""
+    """The audit over two DynamoDB clients (the loans table's and the journeys table's; a rebuild's one
+    transaction checks the loans table through the journeys table's client)."""
     records = DynamoControlRecordStore(journeys, settings.journeys_table_name)
     auditor = JourneyAuditor(
         DynamoTruthReader(loans, settings.loans_table_name),
         records,
         EventApplier(records, clock=clock),
+        DynamoRecordRebuilder(journeys, settings.journeys_table_name, settings.loans_table_name),
         clock,
         settings.grace_seconds,
     )
-    return auditor, DynamoChangeFinder(loans, settings.loans_table_name, settings.changes_index_shards)
+    changes = DynamoChangeFinder(
+        loans, settings.loans_table_name, journeys, settings.journeys_table_name, settings.changes_index_shards
+    )
+    return auditor, changes
 
 
 def build_scheduled(
@@ -50,6 +61,7 @@ def build_scheduled(
         late_commit_margin_seconds=settings.late_commit_margin_seconds,
         max_changes_per_run=settings.max_changes_per_run,
         max_suspects=settings.max_suspects,
+        records_swept_per_run=settings.records_swept_per_run,
     )
 
 

@@ -14,10 +14,11 @@ from typing import Protocol
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.auditor.audit import AuditReport, Evidence, Finding, Kind, Rebuilt, Truth, judge
+from functions.auditor.audit import AuditReport, Evidence, Finding, Rebuilt, Truth, judge
 from shared import event_ids
 from shared import metric_names as names
 from shared.applier import EventApplier, Outcome
+from shared.applier import rebuild as re_project
 from shared.control_record import ControlRecord
 from shared.events import LoanEvent
 
@@ -59,10 +60,19 @@ class TruthReader(Protocol):
     def event(self, journey_id: str, seq: int) -> EventFacts | None: ...
 
 
+# Where a page of the Control Records starts: the (pk, sk) of the last item the previous page read.
+SweepKey = tuple[str, str]
+
+
 class ChangeFinder(Protocol):
     def changed_between(self, after: str, end: datetime, limit: int) -> list[Change]: ...
 
     def all_journeys(self) -> Iterator[str]: ...
+
+    def records_page(self, start: SweepKey | None, limit: int) -> tuple[list[str], SweepKey | None]:
+        """The journeys of the Control Records in the next `limit` items of the journeys table after
+        `start` (None: its beginning), and where the page after starts (None: the table's end)."""
+        ...
 
 
 class ControlRecords(Protocol):
@@ -84,6 +94,8 @@ class AuditState:
     resume_after: str | None = None
     # How many runs have saved it: a run saves only over the version it read (0: none yet).
     version: int = 0
+    # Where the sweep of the Control Records goes on (None: from the beginning of the journeys table).
+    sweep_from: SweepKey | None = None
 
 
 class AuditStateConflict(Exception):
@@ -100,18 +112,29 @@ class AuditStateStore(Protocol):
         ...
 
 
+class RecordRebuilder(Protocol):
+    """Where a rebuild is written: the record and loans-api's ledger checked in one atomic write."""
+
+    def rebuild(self, record: ControlRecord, judged_version: int, ledger_seq: int) -> bool:
+        """Write `record` if the stored record is still at `judged_version` and loans-api's ledger still at
+        `ledger_seq` (0: no ledger); False, writing nothing, if either moved."""
+        ...
+
+
 class JourneyAuditor:
     def __init__(
         self,
         truths: TruthReader,
         records: ControlRecords,
         applier: EventApplier,
+        rebuilds: RecordRebuilder,
         clock: Callable[[], datetime],
         grace_seconds: float,
     ) -> None:
         self._truths = truths
         self._records = records
         self._applier = applier
+        self._rebuilds = rebuilds
         self._clock = clock
         self._grace = grace_seconds
 
@@ -119,26 +142,33 @@ class JourneyAuditor:
         """Compare every journey in `journey_ids`; with `repair`, apply loans-api's newest event to each
         record out of sync past the grace period whose fix is mechanical, then judge it again (the report
         says what it is now). With `rebuild` too (an operator's explicit choice, never the scheduled
-        audit's), a record out of sync that no repair fixes (ahead of loans-api, diverged, or terminal
-        against the truth) is re-projected from loans-api's newest event."""
+        audit's), a record out of sync that no repair fixes (ahead of loans-api, diverged, terminal
+        against the truth, or of a journey loans-api has no ledger of) is re-projected from loans-api's
+        ledger as it stands when the rebuild is written."""
         report = AuditReport()
         for chunk in _chunks(journey_ids, CHUNK):
-            self._audit_chunk(chunk, repair, rebuild and repair, report)
+            self._audit_chunk(list(dict.fromkeys(chunk)), repair, rebuild and repair, report)
         return report
 
     def _audit_chunk(self, journey_ids: list[str], repair: bool, rebuild: bool, report: AuditReport) -> None:
+        # The records first, the ledgers second: a ledger only grows, so one read after the record is at
+        # least as new as every event the record applied; a command landing between the two reads makes
+        # the record look behind (which the applier mends), never ahead (which a rebuild would take back).
+        records = self._records.get_many(journey_ids)
         ledgers = self._truths.ledgers(journey_ids)
-        records = self._records.get_many(list(ledgers.truths))
         report.unreadable += ledgers.unreadable
-        report.audited += len(ledgers.truths)
-        for journey_id, truth in ledgers.truths.items():
-            finding = self._judge(records.get(journey_id), truth)
+        for journey_id in journey_ids:
+            record, truth = records.get(journey_id), ledgers.truths.get(journey_id)
+            if journey_id in ledgers.unreadable or (record is None and truth is None):
+                continue  # unreadable (listed as such), or neither side knows it
+            report.audited += 1
+            finding = self._judge(journey_id, record, truth)
             # Within the grace period the roads may still deliver: only what is overdue is repaired.
             overdue = finding is not None and finding.ageSeconds >= self._grace
-            if finding is not None and overdue and repair and finding.repairable:
-                finding = self._repair(finding, records[journey_id], truth, report)
-            elif finding is not None and overdue and rebuild and finding.kind is not Kind.NO_CONTROL_RECORD:
-                finding = self._rebuild(finding, records[journey_id], truth, report)
+            if finding is not None and overdue and repair and finding.repairable and truth is not None:
+                finding = self._repair(finding, truth, report)
+            elif finding is not None and overdue and rebuild and record is not None:
+                finding = self._rebuild(finding, record, truth, report)
             if finding is None:
                 continue
             if finding.ageSeconds >= self._grace:
@@ -146,13 +176,24 @@ class JourneyAuditor:
             else:
                 report.withinGrace.append(journey_id)
 
-    def _judge(self, record: ControlRecord | None, truth: Truth) -> Finding | None:
+    def _judge(self, journey_id: str, record: ControlRecord | None, truth: Truth | None) -> Finding | None:
         now = self._clock()
-        if judge(record, truth, Evidence(), now) is None:
+        if judge(journey_id, record, truth, Evidence(), now) is None:
             return None  # agreement needs no more reads; a disagreement gets its evidence
-        return judge(record, truth, self._evidence(record, truth), now)
+        return judge(journey_id, record, truth, self._evidence(record, truth), now)
 
-    def _evidence(self, record: ControlRecord | None, truth: Truth) -> Evidence:
+    def _judge_again(self, journey_id: str, finding: Finding) -> Finding | None:
+        """The journey judged on a fresh pair after a repair or rebuild (the record first, the ledger
+        second, as `_audit_chunk`), so a command that landed meanwhile is not reported as the record ahead."""
+        record = self._records.get(journey_id)
+        ledgers = self._truths.ledgers([journey_id])
+        if journey_id in ledgers.unreadable:
+            return finding
+        return self._judge(journey_id, record, ledgers.truths.get(journey_id))
+
+    def _evidence(self, record: ControlRecord | None, truth: Truth | None) -> Evidence:
+        if truth is None:
+            return Evidence()
         newest = self._truths.event(truth.journey_id, truth.seq)
         first_missing = None
         if record is not None and record.lastAppliedSeq < truth.seq - 1:
@@ -165,10 +206,10 @@ class JourneyAuditor:
             first_missing_at=first_missing.occurred_at if first_missing else None,
         )
 
-    def _repair(self, finding: Finding, record: ControlRecord, truth: Truth, report: AuditReport) -> Finding | None:
-        event = self._evidence(record, truth).newest_event
-        if event is None:  # gone since it was judged (archived or expired): nothing to apply
-            return finding
+    def _repair(self, finding: Finding, truth: Truth, report: AuditReport) -> Finding | None:
+        """loans-api's newest event applied through the applier: its own decision, so the record never
+        goes back (a no-op if a road got there first)."""
+        event = truth.last_event
         decision = self._applier.apply(event, "repair", confirm_noop=False)
         logger.warning(
             "repaired a Control Record with loans-api's newest event",
@@ -182,20 +223,26 @@ class JourneyAuditor:
         )
         if decision.outcome is Outcome.APPLIED:
             report.repaired.append(finding.journeyId)
-        return self._judge(self._records.get(finding.journeyId), truth)
+        return self._judge_again(finding.journeyId, finding)
 
-    def _rebuild(self, finding: Finding, record: ControlRecord, truth: Truth, report: AuditReport) -> Finding | None:
-        event = self._evidence(record, truth).newest_event
-        if event is None:  # nothing readable to project from: the finding stays as it is
-            return finding
-        decision = self._applier.rebuild(event, judged=record)
-        if decision.outcome is Outcome.SKIPPED:
+    def _rebuild(
+        self, finding: Finding, record: ControlRecord, truth: Truth | None, report: AuditReport
+    ) -> Finding | None:
+        """The judged record re-projected from the truth it was judged on, written only if neither moved
+        since (`RecordRebuilder`): what it writes is loans-api's ledger as it stands at that instant, so it
+        never lowers a seq, leaves a terminal state or offers an action loans-api holds otherwise."""
+        decision = re_project(record, None if truth is None else truth.last_event, self._clock())
+        if decision.outcome is not Outcome.APPLIED:
+            return self._judge_again(finding.journeyId, finding)
+        ledger_seq = 0 if truth is None else truth.seq
+        if not self._rebuilds.rebuild(decision.record, judged_version=record.version, ledger_seq=ledger_seq):
             report.notRebuilt.append(finding.journeyId)
             logger.warning(
-                "not rebuilt: the record moved since it was audited; audit it again",
-                extra={"journey_id": finding.journeyId, "version": record.version},
+                "not rebuilt: the journey moved since it was audited (its record or loans-api's ledger); "
+                "audit it again",
+                extra={"journey_id": finding.journeyId, "version": record.version, "ledger_seq": ledger_seq},
             )
-        if decision.outcome is Outcome.APPLIED:
+        else:
             rebuilt = Rebuilt(
                 journeyId=finding.journeyId,
                 stateBefore=record.currentState,
@@ -206,7 +253,7 @@ class JourneyAuditor:
             )
             report.rebuilt.append(rebuilt)
             logger.warning("rebuilt a Control Record from loans-api's ledger", extra=rebuilt.to_json())
-        return self._judge(self._records.get(finding.journeyId), truth)
+        return self._judge_again(finding.journeyId, finding)
 
 
 class ScheduledAudit:
@@ -224,6 +271,7 @@ class ScheduledAudit:
         late_commit_margin_seconds: float,
         max_changes_per_run: int,
         max_suspects: int,
+        records_swept_per_run: int = 0,
     ) -> None:
         self._auditor = auditor
         self._changes = changes
@@ -237,6 +285,10 @@ class ScheduledAudit:
         self._margin = timedelta(seconds=late_commit_margin_seconds)
         self._max_changes = max_changes_per_run
         self._max_suspects = max_suspects
+        # A record loans-api has no change of (a journeys table restored from elsewhere, a forged event
+        # applied) is in no index of loans-api's: each run also audits the next page of the Control Records,
+        # so the whole table is audited every (its items / this) runs.
+        self._sweep = records_swept_per_run
 
     def run(self) -> AuditReport:
         now = self._clock()
@@ -247,7 +299,8 @@ class ScheduledAudit:
             start = (state.checked_until - self._margin) if state.checked_until else now - self._lookback
             after = event_ids.lower_bound(start)
         changes = self._changes.changed_between(after, now, self._max_changes)
-        report = self._auditor.audit(dict.fromkeys([*state.suspects, *(c.journey_id for c in changes)]))
+        swept, sweep_next = self._changes.records_page(state.sweep_from, self._sweep) if self._sweep else ([], None)
+        report = self._auditor.audit(dict.fromkeys([*state.suspects, *(c.journey_id for c in changes), *swept]))
         suspects = [f.journeyId for f in report.outOfSync] + report.withinGrace
         if len(suspects) > self._max_suspects:
             logger.error(
@@ -256,9 +309,10 @@ class ScheduledAudit:
             )
         if len(changes) >= self._max_changes:  # capped: the next run goes on right after the last change read
             logger.warning("audit capped: more changes than one run reads", extra={"read": len(changes)})
-            next_state = AuditState(state.checked_until, tuple(suspects[: self._max_suspects]), changes[-1].event_id)
+            remembered = tuple(suspects[: self._max_suspects])
+            next_state = AuditState(state.checked_until, remembered, changes[-1].event_id, sweep_from=sweep_next)
         else:
-            next_state = AuditState(now, tuple(suspects[: self._max_suspects]))
+            next_state = AuditState(now, tuple(suspects[: self._max_suspects]), sweep_from=sweep_next)
         try:
             self._state.put(next_state, read=state)
         except AuditStateConflict:  # (the lease keeps runs apart; this is the write's own guard)

@@ -36,12 +36,14 @@ from shared.errors import (
     BusinessRuleViolated,
     DomainError,
     InvalidRequest,
+    JourneyNeedsRepair,
     JourneyNotFound,
     LedgerMoved,
     OutcomeUnknown,
     StoreContention,
     UpstreamUnavailable,
 )
+from shared.events import LoanEvent
 from shared.idempotency import Answer, Receipt
 from shared.state_machine import Command
 
@@ -275,8 +277,13 @@ class JourneyService:
         return fresh
 
     def _catch_up(self, record: ControlRecord) -> ControlRecord:
-        """The record brought up to loans-api's ledger by applying its newest event."""
+        """The record brought up to loans-api's ledger by applying its newest event. A record ahead of the
+        ledger (it only grows, and is read strongly consistent) claims what loans-api never committed: no
+        command decided on it can ever pass loans-api's ledger check, so the agent is told an operator
+        must repair it, not to retry (D15)."""
         latest = self._loans.latest_event(record.journeyId)
+        if (0 if latest is None else latest.seq) < record.lastAppliedSeq:
+            raise self._needs_repair(record, latest)
         if latest is None:
             return self.get(record.journeyId)
         decision = self._applier.apply(latest, "catch-up", current=record)
@@ -285,6 +292,22 @@ class JourneyService:
             extra={"journey_id": record.journeyId, "seq": latest.seq, "outcome": decision.outcome.value},
         )
         return decision.record
+
+    def _needs_repair(self, record: ControlRecord, latest: LoanEvent | None) -> JourneyNeedsRepair:
+        journey_id = record.journeyId
+        ledger = "has no ledger of it" if latest is None else f"is at seq {latest.seq}"
+        logger.error(
+            "journey needs repair: its Control Record is ahead of loans-api's ledger",
+            extra={"journey_id": journey_id, "seq": record.lastAppliedSeq, "ledger_seq": latest and latest.seq},
+        )
+        self._metrics.add_metric(name=names.JOURNEYS_NEEDING_REPAIR, unit=MetricUnit.Count, value=1)
+        return JourneyNeedsRepair(
+            f"journey {journey_id} cannot take commands: its record says {record.currentState} at seq "
+            f"{record.lastAppliedSeq}, but loans-api (the system of record) {ledger}, so loans-api refuses every "
+            "command decided on it, however often it is repeated; nothing was done. Do not retry: an operator must "
+            f"repair the journey (`saga audit --repair --rebuild --journey {journey_id}` re-projects it from "
+            "loans-api's ledger), then read it again (getJourney)"
+        )
 
     def _settled(self, record: ControlRecord, command: Command, target: str) -> Answer:
         """The answer to a command whose effect already stands: the record (a repeat), unless the agent

@@ -180,7 +180,7 @@ def audit(
         scope = f"journeys changed in the last {since_seconds:g} s"
     else:
         candidates = changes.all_journeys()
-        scope = "every journey (a scan of loans-api's ledgers)"
+        scope = "every journey (a scan of loans-api's ledgers and of the Control Records)"
     return {
         "scope": scope,
         "graceSeconds": grace_seconds,
@@ -218,7 +218,10 @@ def audit_text(report: dict[str, Any]) -> str:
             f"(version {rebuilt['version']})"
         )
     for journey_id in report["notRebuilt"]:
-        lines.append(f"not rebuilt {journey_id}: the record moved since it was audited; audit it again")
+        lines.append(
+            f"not rebuilt {journey_id}: the journey moved since it was audited (its record or loans-api's ledger); "
+            "audit it again"
+        )
     for finding in report["outOfSync"]:
         lines += [
             f"OUT OF SYNC {finding['journeyId']}  ({finding['kind']}, for {finding['ageSeconds']:.0f} s, "

@@ -255,6 +255,34 @@ def test_a_record_made_ahead_is_repaired_by_audit_repair_rebuild_which_says_what
     assert run_saga("audit", "--rebuild", "--journey", jid, urls=urls).code == 2
 
 
+def test_a_record_loans_api_never_saw_wedges_no_agent_and_the_rebuild_takes_it_back_to_created(system, clean_proxy):
+    urls = ("--endpoint-url", system.aws_url, "--api-url", system.api_url, "--loans-api-url", system.loans_url)
+    # Given a record claiming simulated at seq 3 for a journey loans-api has no ledger of (a restored table)
+    _, record = system.api("POST", "/journeys", {"customerId": "ghost"}, Idempotency_Key="ghost-e2e")
+    jid = record["journeyId"]
+    records = records_table(system)
+    stored = records.get(jid)
+    assert stored is not None
+    records.replace(stored.model_copy(update={"currentState": "simulated", "lastAppliedSeq": 3}), stored.version)
+    # When the agent simulates or cancels, Then it is told at once, not to retry, and how an operator repairs it
+    for command, body in (("simulate", {"amount": 5000, "termMonths": 12}), ("cancel", {})):
+        status, problem = system.api("POST", f"/journeys/{jid}/{command}", body)
+        assert (status, problem["type"], problem["retryable"]) == (
+            500, "urn:loan-saga:problem:journey-needs-repair", False
+        ), problem  # fmt: skip
+        assert f"saga audit --repair --rebuild --journey {jid}" in problem["detail"], problem
+    # And the audit lists it with its own finding
+    found = run_saga("audit", "--grace", "0", "--journey", jid, "--json", urls=urls)
+    assert found.code == 1, found.stdout + found.stderr
+    assert [(f["kind"], f["recordSeq"], f["truthSeq"]) for f in found.json()["outOfSync"]] == [("no-ledger", 3, 0)]
+    # When the operator rebuilds it, Then it is the journey before any command, and the agent goes on
+    rebuilt = run_saga("audit", "--grace", "0", "--repair", "--rebuild", "--journey", jid, urls=urls)
+    assert rebuilt.code == 0, rebuilt.stdout + rebuilt.stderr
+    assert f"rebuilt {jid} from loans-api's ledger: state simulated -> created, seq 3 -> 0" in rebuilt.stdout
+    status, simulated = system.api("POST", f"/journeys/{jid}/simulate", {"amount": 5000, "termMonths": 12})
+    assert (status, simulated["currentState"], simulated["lastAppliedSeq"]) == (200, "simulated", 1), simulated
+
+
 # -- operator tools that tell the truth (issue 27) ----------------------------------------------------------
 
 

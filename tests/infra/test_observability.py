@@ -57,6 +57,7 @@ def test_dashboard_shows_the_widgets_shared_dashboard_declares_in_their_order_wi
         (names.JOURNEYS_OUT_OF_SYNC, 0),
         (names.UNREADABLE_OUTBOX_ITEMS, 0),
         (names.EVENTS_REJECTED, 0),  # road 2 set aside a message loans-api did not commit (D15)
+        (names.JOURNEYS_NEEDING_REPAIR, 0),  # a command met a record ahead of loans-api's ledger (D15)
         ("Throttles", 0),
     ],
 )
@@ -77,7 +78,7 @@ def test_every_alarm_exists_with_a_recovery_action_and_every_function_has_errors
     for expected in ("EventsDlqNotEmpty", "RelayFailuresNotEmpty", "OutboxTooOld", "StreamIteratorAge",
                      "SweeperSilent", "AuditorSilent",
                      "EventsQueueTooOld", "PublishFailures", "JourneysOutOfSync", "UnreadableOutboxItems",
-                     "EventsRejected",
+                     "EventsRejected", "JourneysNeedRepair",
                      "orchestrator5xxRate", "loans5xxRate", "orchestrator4xxRate", "loans4xxRate",
                      "orchestratorLatency", "loansLatency"):  # fmt: skip
         assert alarm(resources, expected)["OKActions"], expected

@@ -6,11 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-import pytest
-
 from functions.auditor.audit import Kind
 from functions.auditor.service import EventFacts, JourneyAuditor, Ledgers
-from functions.auditor.store import DynamoTruthReader
+from functions.auditor.store import DynamoRecordRebuilder, DynamoTruthReader
 from shared.applier import EventApplier
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.events import LoanEvent
@@ -26,8 +24,8 @@ LATER = timedelta(seconds=120)
 
 
 class RacingTruths:
-    """loans-api's truth as the audit reads it, with `race` run once just before the rebuild reads the
-    newest event (the audit's second read of it): an agent's command committing meanwhile."""
+    """loans-api's truth as the audit reads it, with `race` run once just before the audit reads the newest
+    event's outbox status (its last read before the rebuild): an agent's command committing meanwhile."""
 
     def __init__(self, inner: DynamoTruthReader, race: Callable[[], None]) -> None:
         self._inner = inner
@@ -39,7 +37,7 @@ class RacingTruths:
 
     def event(self, journey_id: str, seq: int) -> EventFacts | None:
         self._reads += 1
-        if self._reads == 2:
+        if self._reads == 1:
             self._race()
         return self._inner.event(journey_id, seq)
 
@@ -76,7 +74,9 @@ def test_a_rebuild_never_takes_a_record_back_from_an_event_committed_while_it_ra
         accepted.append(event)
 
     truths = RacingTruths(DynamoTruthReader(dynamodb, resources.loans_table), agent_accepts)
-    auditor = JourneyAuditor(truths, records, EventApplier(records, clock=lambda: moment), lambda: moment, 60)
+    rebuilds = DynamoRecordRebuilder(dynamodb, resources.journeys_table, resources.loans_table)
+    applier = EventApplier(records, clock=lambda: moment)
+    auditor = JourneyAuditor(truths, records, applier, rebuilds, lambda: moment, 60)
     # When the operator's rebuild runs (it judged the record diverged at seq 1) while the accept lands
     report = auditor.audit(["j-race"], repair=True, rebuild=True)
     # Then the record keeps the accept loans-api committed: a rebuild decided on seq 1 must not write
@@ -89,12 +89,7 @@ def test_a_rebuild_never_takes_a_record_back_from_an_event_committed_while_it_ra
     assert all(f.kind is not Kind.BEHIND for f in report.outOfSync)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap, left for a later change: the audit reads only journeys loans-api has a ledger of, so a "
-    "record ahead of a journey loans-api never saw is neither reported nor rebuilt (D15 says so)",
-)
-def test_a_record_ahead_of_a_journey_loans_api_never_saw_is_reported_by_the_named_audit(
+def test_a_record_ahead_of_a_journey_loans_api_never_saw_is_reported_and_rebuilt_to_before_any_command(
     dynamodb: DynamoDBClient, resources
 ):
     records = DynamoControlRecordStore(dynamodb, resources.journeys_table)
@@ -112,12 +107,22 @@ def test_a_record_ahead_of_a_journey_loans_api_never_saw_is_reported_by_the_name
         DynamoTruthReader(dynamodb, resources.loans_table),
         records,
         EventApplier(records, clock=lambda: moment),
+        DynamoRecordRebuilder(dynamodb, resources.journeys_table, resources.loans_table),
         lambda: moment,
         60,
     )
-    # When the operator audits that journey by name, with --repair --rebuild
+    # When the operator audits that journey by name, Then it is audited and listed with its own finding
+    report = auditor.audit(["j-ghost"])
+    assert report.audited == 1, report.to_json()
+    [finding] = report.outOfSync
+    assert (finding.journeyId, finding.kind, finding.recordSeq, finding.truthSeq) == ("j-ghost", Kind.NO_LEDGER, 1, 0)
+    assert finding.repair.endswith("saga audit --repair --rebuild --journey j-ghost"), finding.repair
+    # When the operator rebuilds it, Then it is the journey before any command, as loans-api sees it
     report = auditor.audit(["j-ghost"], repair=True, rebuild=True)
-    # Then it is audited and listed as ahead of loans-api (the audit reads only journeys loans-api has a
-    # ledger of, so today it says "audited 0" and the disbursed record stands, unseen and unrepairable)
-    assert report.audited == 1
-    assert [(f.journeyId, f.kind) for f in report.outOfSync] == [("j-ghost", Kind.AHEAD)]
+    assert [(r.stateBefore, r.stateAfter, r.seqBefore, r.seqAfter) for r in report.rebuilt] == [
+        ("disbursed", "created", 1, 0)
+    ]
+    assert report.outOfSync == []
+    after = records.get("j-ghost")
+    assert after is not None
+    assert (after.currentState, after.lastAppliedSeq, after.version) == ("created", 0, record.version + 1)

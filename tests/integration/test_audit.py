@@ -4,7 +4,7 @@ scheduled run that reads only what changed since the last one."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -12,10 +12,10 @@ from functions.auditor import bootstrap as auditor_bootstrap
 from functions.auditor.audit import Kind
 from functions.auditor.service import JourneyAuditor
 from functions.auditor.settings import AuditorSettings
-from functions.auditor.store import DynamoAuditState, DynamoTruthReader
+from functions.auditor.store import DynamoAuditState, DynamoRecordRebuilder, DynamoTruthReader
 from saga.ops.journeys import audit_text
 from shared import event_ids
-from shared.applier import Decision, EventApplier
+from shared.applier import EventApplier
 from shared.control_record import ControlRecord, new_control_record
 from shared.control_store import DynamoControlRecordStore, control_item
 from shared.events import LoanEvent
@@ -208,7 +208,8 @@ def test_a_capped_run_goes_on_from_the_last_change_it_read(dynamodb: DynamoDBCli
     for journey_id in ("j-first", "j-second"):
         journey(dynamodb, resources, journey_id)
         simulate_at_loans_api(loans_api, journey_id)
-    capped = settings.model_copy(update={"max_changes_per_run": 1, "grace_seconds": 3600})
+    # (the rolling sweep of the Control Records off: it would find both journeys' records at once)
+    capped = settings.model_copy(update={"max_changes_per_run": 1, "grace_seconds": 3600, "records_swept_per_run": 0})
     moment = datetime.now(UTC) + LATER
     scheduled = auditor_bootstrap.build_scheduled(capped, quiet_metrics("auditor"), dynamodb, clock=lambda: moment)
     # When it runs twice
@@ -290,29 +291,93 @@ def test_a_rebuild_re_projects_a_record_ahead_from_the_ledger_and_says_what_chan
     assert records.get("j-rebuild") == after
 
 
-def test_a_rebuild_whose_record_moved_after_its_judgement_is_reported_not_rebuilt_and_changes_nothing(
-    dynamodb: DynamoDBClient, resources, loans_api, settings, records
+@pytest.mark.parametrize("moved", ["record", "ledger"])
+def test_a_rebuild_whose_journey_moved_after_its_judgement_is_reported_not_rebuilt_and_changes_nothing(
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records, moved
 ):
-    # Given a record forged ahead, and a write that moves it between the audit's judgement and its rebuild
+    # Given a record forged ahead, and between the audit's judgement and its rebuild's write either a write
+    # to the record or a command committed at loans-api (its reply not applied yet)
     event = ahead_of_its_simulation(dynamodb, resources, loans_api, records, "j-moved")
-    applier = EventApplier(records, clock=lambda: event.occurredAt + LATER)
-    real_rebuild = applier.rebuild
+    real = DynamoRecordRebuilder(dynamodb, settings.journeys_table_name, settings.loans_table_name)
 
-    def moved_first(truth: LoanEvent, judged: ControlRecord) -> Decision:
-        moved = judged.model_copy(update={"version": judged.version + 1})
-        assert records.replace(moved, expected_version=judged.version)
-        return real_rebuild(truth, judged)
+    class MovedFirst:
+        def rebuild(self, record: ControlRecord, judged_version: int, ledger_seq: int) -> bool:
+            if moved == "record":
+                judged = records.get("j-moved")
+                assert judged is not None
+                assert records.replace(judged.model_copy(update={"version": judged.version + 1}), judged.version)
+            else:
+                simulate_at_loans_api(loans_api, "j-moved", 7000)
+            return real.rebuild(record, judged_version, ledger_seq)
 
-    applier.rebuild = moved_first  # type: ignore[method-assign]
-    auditor = JourneyAuditor(DynamoTruthReader(dynamodb, settings.loans_table_name), records, applier,
-                             lambda: event.occurredAt + LATER, settings.grace_seconds)  # fmt: skip
+    moment = event.occurredAt + LATER
+    auditor = JourneyAuditor(DynamoTruthReader(dynamodb, settings.loans_table_name), records,
+                             EventApplier(records, clock=lambda: moment), MovedFirst(), lambda: moment,
+                             settings.grace_seconds)  # fmt: skip
     # When the audit repairs with a rebuild
     report = auditor.audit(["j-moved"], repair=True, rebuild=True).to_json()
     # Then the rebuild was not made, the report says so (and `saga audit` prints why), and nothing was rebuilt
     assert (report["rebuilt"], report["notRebuilt"]) == ([], ["j-moved"])
     text = audit_text({**report, "scope": "1 journey(s) named", "graceSeconds": 0, "unknown": []})
-    assert "not rebuilt j-moved: the record moved since it was audited; audit it again" in text.splitlines()
+    why = (
+        "not rebuilt j-moved: the journey moved since it was audited (its record or loans-api's ledger); audit it again"
+    )
+    assert why in text.splitlines(), text
     assert records.get("j-moved").lastAppliedSeq == 10**9
+
+
+def test_a_rebuild_racing_a_disburse_between_the_audits_two_reads_never_takes_the_record_back(
+    dynamodb: DynamoDBClient, resources, loans_api, settings, records
+):
+    # Given the issue's journey: accepted, its record agreeing with loans-api (seq 2)
+    journey(dynamodb, resources, "j-issue")
+    simulated = simulate_at_loans_api(loans_api, "j-issue")
+    quote = simulated.snapshot.simulation
+    assert quote is not None
+    reply = loans_api.post("/acceptances", {"journeyId": "j-issue", "simulationId": quote.simulationId}, key="j-acc")
+    accepted = LoanEvent.model_validate(json_of(reply)["event"])
+    moment = accepted.occurredAt + LATER
+    applier = EventApplier(records, clock=lambda: moment)
+    applier.apply(accepted, "reply")
+    disbursed: list[LoanEvent] = []
+
+    def agent_disburses() -> None:
+        # The agent's disburse commits at loans-api (seq 3) and road 1 applies loans-api's reply
+        acceptance = accepted.snapshot.acceptance
+        assert acceptance is not None
+        body = {"journeyId": "j-issue", "acceptanceId": acceptance.acceptanceId}
+        event = LoanEvent.model_validate(json_of(loans_api.post("/disbursements", body, key="j-pay"))["event"])
+        applier.apply(event, "reply")
+        disbursed.append(event)
+
+    class HeldBetweenTheReads:
+        """The audit's two first reads (records, ledgers: whichever comes first) with the disburse between."""
+
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            read = getattr(self._inner, name)
+            if name not in ("get_many", "ledgers") or disbursed:
+                return read
+
+            def first_read(journey_ids: list[str]) -> Any:
+                found = read(journey_ids)
+                agent_disburses()
+                return found
+
+            return first_read
+
+    truths = HeldBetweenTheReads(DynamoTruthReader(dynamodb, settings.loans_table_name))
+    rebuilds = DynamoRecordRebuilder(dynamodb, settings.journeys_table_name, settings.loans_table_name)
+    auditor = JourneyAuditor(truths, HeldBetweenTheReads(records), applier, rebuilds, lambda: moment, 0)
+    # When the operator runs `saga audit --grace 0 --repair --rebuild --journey j-issue` meanwhile
+    report = auditor.audit(["j-issue"], repair=True, rebuild=True)
+    # Then the record stays disbursed at seq 3, nothing was rebuilt, and all agree
+    after = records.get("j-issue")
+    assert after is not None
+    assert (after.currentState, after.lastAppliedSeq) == ("disbursed", 3), report.to_json()
+    assert (report.rebuilt, report.outOfSync) == ([], []), report.to_json()
 
 
 def test_a_rebuild_moves_a_terminal_record_the_applier_would_never_move(
@@ -352,3 +417,43 @@ def test_the_scheduled_audit_never_rebuilds_and_keeps_reporting_a_record_ahead(
         assert records.get("j-alarm").lastAppliedSeq == 10**9
         moment[0] += timedelta(minutes=5)
         metrics.clear_metrics()
+
+
+def test_the_scheduled_audit_sweeps_the_control_records_and_reports_a_journey_loans_api_never_saw(
+    dynamodb: DynamoDBClient, resources, settings, records
+):
+    # Given a record claiming simulated at seq 3 of a journey loans-api has no ledger (nor any change) of
+    journey(dynamodb, resources, "j-restored")
+    record = records.get("j-restored")
+    assert record is not None
+    claimed = record.model_copy(update={"currentState": "simulated", "lastAppliedSeq": 3})
+    dynamodb.put_item(TableName=resources.journeys_table, Item=control_item(claimed))
+    metrics = quiet_metrics("auditor")
+    metrics.clear_metrics()
+    scheduled = auditor_bootstrap.build_scheduled(settings, metrics, dynamodb, clock=lambda: record.updatedAt + LATER)
+    # When the scheduled audit runs
+    report = scheduled.run()
+    # Then its sweep of the Control Records found it, reported with its own finding, and measured
+    assert [(f.journeyId, f.kind) for f in report.outOfSync] == [("j-restored", Kind.NO_LEDGER)], report.to_json()
+    assert metrics.metric_set["JourneysOutOfSync"]["Value"] == [1]
+    assert records.get("j-restored") == claimed
+
+
+def test_the_sweep_pages_through_the_control_records_from_where_the_last_page_stopped(
+    dynamodb: DynamoDBClient, resources, settings
+):
+    # Given two Control Records (and the items of other kinds a journeys table holds)
+    for journey_id in ("j-a", "j-b"):
+        journey(dynamodb, resources, journey_id)
+    _, changes = auditor_at(dynamodb, settings, datetime.now(UTC))
+    # When the sweep reads the table one item a page, each page from where the last one stopped
+    pages, start = [], None
+    for _ in range(10):  # (a hang guard: the table holds two items)
+        found, start = changes.records_page(start, 1)
+        pages.append(found)
+        if start is None:
+            break
+    # Then it read each record once, and said where the table ends
+    assert start is None, pages
+    assert sorted(j for page in pages for j in page) == ["j-a", "j-b"], pages
+    assert all(len(page) <= 1 for page in pages), pages

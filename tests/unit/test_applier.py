@@ -182,24 +182,33 @@ def test_a_rebuild_lowers_a_forged_seq_the_applier_would_call_every_real_event_a
     # Given a record with a forged lastAppliedSeq of 10^9 (every real event is a no-op to the applier)
     [truth] = history([0])
     record = new_control_record("j1", "c1", NOW).model_copy(update={"lastAppliedSeq": 10**9})
-    store = FakeControlRecordStore(record)
-    applier = EventApplier(store, clock=lambda: NOW)
-    assert applier.apply(truth, "repair").outcome is Outcome.NOOP
-    # When it is rebuilt from the truth, Then the record is back at the ledger's seq and state
-    assert applier.rebuild(truth, judged=record).outcome is Outcome.APPLIED
-    assert (store.record.lastAppliedSeq, store.record.currentState) == (truth.seq, "simulated")
-    assert store.versions == [0, 1]
+    assert (
+        EventApplier(FakeControlRecordStore(record), clock=lambda: NOW).apply(truth, "repair").outcome is Outcome.NOOP
+    )
+    # When it is rebuilt from the truth, Then the record is back at the ledger's seq and state, one version on
+    decision = rebuild(record, truth, NOW)
+    assert decision.outcome is Outcome.APPLIED
+    assert (decision.record.lastAppliedSeq, decision.record.currentState, decision.record.version) == (
+        truth.seq,
+        "simulated",
+        1,
+    )
 
 
-def test_a_rebuild_of_a_record_that_moved_since_it_was_judged_writes_nothing():
-    # Given a record judged at version 0, which a road then moved (a newer event applied)
-    first, second = history([0, 1])
-    judged = new_control_record("j1", "c1", NOW).model_copy(update={"lastAppliedSeq": 10**9})
-    store = FakeControlRecordStore(judged)
-    moved = decide(new_control_record("j1", "c1", NOW), second, NOW, "reply").record
-    store.record = moved.model_copy(update={"version": 1})
-    # When the rebuild from the older truth runs on what was judged
-    decision = EventApplier(store, clock=lambda: NOW).rebuild(first, judged=judged)
-    # Then it is skipped: the record is not taken back to the older truth
-    assert decision.outcome is Outcome.SKIPPED
-    assert store.record.lastAppliedSeq == second.seq
+def test_a_rebuild_of_a_journey_loans_api_has_no_ledger_of_takes_it_back_to_before_any_command():
+    # Given a record claiming a quote and seq 3 for a journey loans-api never committed a command for
+    [real] = history([0])
+    created = new_control_record("j1", "c1", NOW)
+    record = decide(created, real, NOW, "outbox").record.model_copy(update={"lastAppliedSeq": 3})
+    # When it is rebuilt from no ledger at all
+    decision = rebuild(record, None, NOW)
+    # Then it is the journey before any command (created, seq 0, nothing held), one version on, trail saying so
+    rebuilt = decision.record
+    assert decision.outcome is Outcome.APPLIED
+    assert rebuilt.loan_view() == created.loan_view()
+    assert (rebuilt.lastAppliedSeq, rebuilt.lastAppliedEventId, rebuilt.version) == (0, None, record.version + 1)
+    assert (rebuilt.appliedBy[-1].road, rebuilt.appliedBy[-1].seq) == ("rebuild", 0)
+    assert (rebuilt.customerId, rebuilt.createdAt) == (record.customerId, record.createdAt)
+    # And a new journey already shows it: nothing to rebuild
+    assert shows(created, None)
+    assert rebuild(created, None, NOW).outcome is Outcome.NOOP

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from functions.auditor.audit import Kind, Truth
-from functions.auditor.service import AuditState, Change, JourneyAuditor, Ledgers, ScheduledAudit
+from functions.auditor.service import AuditState, Change, JourneyAuditor, Ledgers, ScheduledAudit, SweepKey
 from functions.loans_api import domain
 from shared.applier import EventApplier
 from shared.control_record import new_control_record
 from shared.events import LoanEvent
-from tests.fakes import FakeAuditState, FakeControlRecords, FakeTruths
+from tests.fakes import FakeAuditState, FakeControlRecords, FakeRecordRebuilder, FakeTruths
 from tests.support import quiet_metrics
 
 COMMITTED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -30,7 +30,8 @@ def simulated_and_accepted(journey_id: str) -> list[LoanEvent]:
 
 
 def auditor_at(now: datetime, truths: FakeTruths, records: FakeControlRecords) -> JourneyAuditor:
-    return JourneyAuditor(truths, records, EventApplier(records, clock=lambda: now), lambda: now, GRACE)
+    applier = EventApplier(records, clock=lambda: now)
+    return JourneyAuditor(truths, records, applier, FakeRecordRebuilder(records, truths.seq), lambda: now, GRACE)
 
 
 def behind(journey_id: str) -> tuple[FakeTruths, FakeControlRecords]:
@@ -80,6 +81,24 @@ class NoChanges:
     def all_journeys(self) -> Iterator[str]:
         return iter(())
 
+    def records_page(self, start: SweepKey | None, limit: int) -> tuple[list[str], SweepKey | None]:
+        return [], None
+
+
+class SweptRecords(NoChanges):
+    """No change in loans-api's index; the Control Records paged in journey order, `limit` at a time."""
+
+    def __init__(self, records: FakeControlRecords) -> None:
+        self._records = records
+        self.starts: list[SweepKey | None] = []
+
+    def records_page(self, start: SweepKey | None, limit: int) -> tuple[list[str], SweepKey | None]:
+        self.starts.append(start)
+        ids = sorted(self._records.records)
+        after = [j for j in ids if start is None or j > start[0]][:limit]
+        more = after and after[-1] != ids[-1]
+        return after, (after[-1], "CONTROL") if more else None
+
 
 def test_a_scheduled_run_saves_its_state_only_over_the_state_it_read():
     # Given a suspect the last run remembered, and another run saving the state while this one runs
@@ -99,3 +118,28 @@ def test_a_scheduled_run_saves_its_state_only_over_the_state_it_read():
     [finding] = run.run().outOfSync
     assert finding.journeyId == "j1"
     assert (state.state.version, state.state.suspects) == (2, ())
+
+
+def test_the_scheduled_run_sweeps_the_control_records_and_reports_one_loans_api_never_saw():
+    # Given three journeys loans-api never saw: two new (agree), one whose record claims simulated at seq 3
+    truths, records = FakeTruths(), FakeControlRecords()
+    for journey_id in ("j1", "j2", "j3"):
+        records.create(new_control_record(journey_id, "c1", COMMITTED), None, 0)
+    records.records["j2"] = records.records["j2"].model_copy(update={"currentState": "simulated", "lastAppliedSeq": 3})
+    later = COMMITTED + timedelta(seconds=2 * GRACE)
+    state, sweep = FakeAuditState(), SweptRecords(records)
+    run = ScheduledAudit(
+        auditor_at(later, truths, records), sweep, state, quiet_metrics("auditor"), lambda: later, 3600.0, 60.0,
+        1000, 100, records_swept_per_run=2,
+    )  # fmt: skip
+    # When it runs (a page of two records), Then it reports the record ahead with its own finding
+    [finding] = run.run().outOfSync
+    assert (finding.journeyId, finding.kind, finding.recordSeq, finding.truthSeq) == ("j2", Kind.NO_LEDGER, 3, 0)
+    assert finding.repair.endswith("saga audit --repair --rebuild --journey j2"), finding.repair
+    # And the next run goes on after the page it read (and remembers the suspect), then starts over
+    report = run.run()
+    assert (sweep.starts, [f.journeyId for f in report.outOfSync]) == ([None, ("j2", "CONTROL")], ["j2"])
+    run.run()
+    assert sweep.starts[-1] is None
+    # And it repairs nothing: the record still claims seq 3
+    assert records.records["j2"].lastAppliedSeq == 3

@@ -1,5 +1,5 @@
 """Interleaved commands on one journey, with deterministic fakes (tests/fakes.py): replies lost, a record
-behind the truth, commands at the same moment, an agent's key repeated after the journey moved on. Each
+behind the truth (or ahead of it), commands at the same moment, an agent's key repeated after the journey moved on. Each
 case was a bug when an agent command was several loans-api calls (D13 fixes them all); late attempts are
 in test_late_attempts.py. After every step: a cancelled record hides nothing ACTIVE, at most one ACTIVE
 simulation and acceptance, at most one disbursement, versions never go back; once drained, record == truth."""
@@ -11,9 +11,11 @@ from decimal import Decimal
 
 import pytest
 
-from shared.errors import IdempotencyKeyReused, IllegalTransition, StaleSimulation
+from shared import metric_names as names
+from shared.errors import IdempotencyKeyReused, IllegalTransition, JourneyNeedsRepair, StaleSimulation
+from shared.problems import domain_problem
 from tests.fakes import FakeSystem, accept, cancel, disburse, every_reply_lost, simulate, state_of
-from tests.support import ApiClient
+from tests.support import ApiClient, quiet_metrics
 
 
 @pytest.fixture
@@ -213,3 +215,38 @@ def test_concurrent_disburses_one_is_the_effect_the_other_a_replay(system):
     assert [state_of(r) for r in (*inner, outer)] == ["disbursed", "disbursed"]
     assert (inner[0].replayed, outer.replayed) == (False, True)
     assert system.loans_store.statuses(journey, "DISBURSEMENT") == ["DISBURSED"]
+
+
+def ahead_of_the_ledger(system: FakeSystem, ledger: str) -> str:
+    """A journey whose record claims more than loans-api holds: `simulated` at seq 3 with no ledger at all (a
+    restore of the journeys table), or, with a ledger at seq 1, its seq forged to 3."""
+    journey = system.new_journey()
+    if ledger == "at seq 1":
+        simulate(system, journey)
+    record = system.journeys.records[journey]
+    system.journeys.records[journey] = record.model_copy(update={"currentState": "simulated", "lastAppliedSeq": 3})
+    return journey
+
+
+@pytest.mark.parametrize("ledger", ["none", "at seq 1"])
+@pytest.mark.parametrize("command", ["simulate", "cancel"])
+def test_a_command_on_a_record_ahead_of_the_ledger_tells_the_agent_an_operator_must_repair_it(system, command, ledger):
+    # Given a record ahead of loans-api's ledger (no command decided on it can pass loans-api's ledger check)
+    journey = ahead_of_the_ledger(system, ledger)
+    events_before = list(system.loans_store.events)
+    metrics = quiet_metrics("orchestrator")
+    metrics.clear_metrics()
+    system.wire.calls.clear()
+    # When the agent simulates or cancels
+    with pytest.raises(JourneyNeedsRepair) as needs_repair:
+        simulate(system, journey) if command == "simulate" else cancel(system, journey)
+    # Then it is told at once (one command refused by the ledger check, one ledger read: no loop) that retrying
+    # cannot help and how an operator repairs it, nothing was done, and it is counted
+    assert len(system.wire.calls) == 2, system.wire.calls
+    answer = json.loads(str(domain_problem(needs_repair.value).body))
+    assert (answer["status"], answer["retryable"]) == (500, False), answer
+    assert answer["type"] == "urn:loan-saga:problem:journey-needs-repair", answer
+    assert f"saga audit --repair --rebuild --journey {journey}" in answer["detail"], answer["detail"]
+    assert "retrying is safe" not in answer["detail"]
+    assert system.loans_store.events == events_before
+    assert metrics.metric_set[names.JOURNEYS_NEEDING_REPAIR]["Value"] == [1.0]
