@@ -15,7 +15,9 @@ def test_a_smoke_run_writes_every_figure_and_the_report_renders_again_from_its_m
     for section in ("## 1. Cost per journey", "## 2. Critical path", "## 3. Local runtime under load",
                     "## 4. Consumer drain rate", "## 5. Cold start", "## 6. Refusing the worst bodies",
                     "Billed units per journey by table and index",
-                    "### Dollars per 1M journeys", "| **total** |", "journey-changes", "SMOKE RUN"):  # fmt: skip
+                    "### Dollars per 1M journeys", "| **total** |", "journey-changes", "SMOKE RUN",
+                    "modelled billed ms", "**CPU-limited, ", " ms of CPU per event**", "load average",
+                    "| **floor** |"):  # fmt: skip
         assert section in report, section
     assert "| simulate | 4 |" in report  # the critical path of a loans-backed command
     assert "| unclosed-escapes | " in report  # the input guard's first worst body
