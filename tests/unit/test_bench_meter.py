@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+from botocore.client import BaseClient
 from botocore.stub import Stubber
 
 from bench.meter import Meter
 from shared import aws
 
 
-def _get_queue_url(client: object) -> None:
+def _get_queue_url(client: BaseClient) -> None:
     """One SQS call answered by a stub (no endpoint): botocore still runs every hook around it."""
     with Stubber(client) as stub:
         stub.add_response("get_queue_url", {"QueueUrl": "http://q"}, {"QueueName": "q"})
