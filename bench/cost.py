@@ -22,7 +22,7 @@ from aws_lambda_powertools import Metrics
 from bench import peer
 from bench.billing import Usage, item_size
 from bench.cpu import Stopwatch
-from bench.meter import RAW_BUDGET, Meter
+from bench.meter import HARNESS_BUDGET, RAW_BUDGET, Meter
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
 from functions.loans_api import bootstrap as loans_bootstrap
@@ -236,13 +236,13 @@ def rig(moto: MotoProcess, meter: Meter, design: str) -> Rig:
     # The relay's mapping's filter (what reaches it in AWS), one lane: its invocations one after another,
     # so each is timed alone.
     stream = StreamPoller(
-        aws.client("dynamodbstreams", r.region, r.endpoint_url),
+        aws.client("dynamodbstreams", r.region, r.endpoint_url, HARNESS_BUDGET),
         r.loans_stream_arn,
         relay,
         admits=topology.RELAY_STREAM.admits,
         parallelization_factor=1,
     )
-    sqs = aws.client("sqs", r.region, r.endpoint_url)
+    sqs = aws.client("sqs", r.region, r.endpoint_url, HARNESS_BUDGET)
     arn = sqs.get_queue_attributes(QueueUrl=r.events_queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     queue = SqsPoller(sqs, r.events_queue_url, arn, consumer, redelivery_seconds=0, max_concurrency=1)
     if design == "ours":

@@ -13,6 +13,7 @@ from aws_lambda_powertools import Metrics
 
 from bench.cost import SIMULATE, invoke
 from bench.cpu import Stopwatch, reference_ms
+from bench.meter import HARNESS_BUDGET
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
 from functions.loans_api import bootstrap as loans_bootstrap
@@ -98,7 +99,7 @@ def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, T
     # The events as the relay publishes them: its mapping's filter (only events reach it, as in AWS), one
     # lane, the stack's batch size.
     stream = StreamPoller(
-        aws.client("dynamodbstreams", r.region, r.endpoint_url),
+        aws.client("dynamodbstreams", r.region, r.endpoint_url, HARNESS_BUDGET),
         r.loans_stream_arn,
         relay,
         admits=topology.RELAY_STREAM.admits,
@@ -110,7 +111,7 @@ def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, T
     for _ in range(journeys):
         _journey(orchestrator)
     relayed = _timed(moto, lambda: _drain_stream(stream, lambda: relay_events), lambda: relay_invocations)
-    sqs = aws.client("sqs", r.region, r.endpoint_url)
+    sqs = aws.client("sqs", r.region, r.endpoint_url, HARNESS_BUDGET)
     published = []
     while batch := sqs.receive_message(QueueUrl=r.events_queue_url, MaxNumberOfMessages=10).get("Messages"):
         published += [m["Body"] for m in batch]

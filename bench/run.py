@@ -73,15 +73,26 @@ def main(argv: list[str] | None = None) -> int:
 def measure(smoke: bool) -> dict[str, Any]:
     """Every figure of the report, as bench/measured.json keeps it."""
     started = time.monotonic()
+    stages: dict[str, float] = {}
+
+    def stage(name: str) -> None:
+        """Note how long the part just done took (wall seconds, to plan a run: no figure)."""
+        stages[name] = time.monotonic() - started - sum(stages.values())
+        print(f"bench: {name} done in {stages[name]:.0f} s", file=sys.stderr, flush=True)
+
     load_at_start, reference_at_start = load_average(), reference_ms()
     moto = MotoProcess().start()
     try:
         costs = {key: journey_cost(moto, *design, timed_journeys=1 if smoke else 10) for key, design in DESIGNS.items()}
+        stage("cost")
         relayed, drained = drain_rate(moto, *((10, 1) if smoke else (1000, 25)))
+        stage("drain")
     finally:
         moto.stop()
     cold = cold_start_ms(1 if smoke else 20)
+    stage("coldStart")
     guard = input_guard(1 if smoke else 15)
+    stage("inputGuard")
     config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port())
     runtime = LocalRuntime(config).start()
     try:
@@ -94,6 +105,7 @@ def measure(smoke: bool) -> dict[str, Any]:
         lags = backstop_lag(api, loans_api, 2 if smoke else 30)
     finally:
         runtime.stop()
+    stage("load")
     return {
         **scale_inputs(costs["ours"], cpu_limited_rate(drained)),
         "run": {
@@ -102,6 +114,7 @@ def measure(smoke: bool) -> dict[str, Any]:
             "python": platform.python_version(),
             "smoke": smoke,
             "seconds": time.monotonic() - started,
+            "stageSeconds": stages,
             "loadAverage": {"start": load_at_start, "end": load_average()},
             "referenceMs": {"start": reference_at_start, "end": reference_ms()},
         },
