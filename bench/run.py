@@ -98,7 +98,9 @@ def measure(smoke: bool) -> dict[str, Any]:
     try:
         api, loans_api = f"http://127.0.0.1:{config.port}", f"http://127.0.0.1:{config.loans_port}"
         containers = runtime.warm_every_container()
-        watched = {"functions": [pid for pids in containers.values() for pid in pids], "endpoint": [runtime.aws_pid]}
+        # The functions a journey invokes: the sweeper's scheduled runs are not per journey.
+        journey_pids = [pid for name, pids in containers.items() if name != topology.SWEEPER.service for pid in pids]
+        watched = {"functions": journey_pids, "endpoint": [runtime.aws_pid]}
         agents = (1,) if smoke else (1, 4, 16)
         load(api, max(agents), 1.0 if smoke else 5.0, watched)  # warm: every poller's composition root, untimed
         loads = [load(api, n, 1.0 if smoke else 15.0, watched) for n in agents]
