@@ -1,6 +1,7 @@
 """Figure 5 of BENCHMARKS.md: cold start. Each function's init (a fresh interpreter until its handler
-module is imported, its composition root built and its first client made) against a floor every
-Python function with these libraries pays, each run in the same loop so a busy machine slows all alike;
+module is imported, its composition root built and its first client made), by the CPU time the process
+used (wall time beside it), against a floor every Python function with these libraries pays, each run in
+the same loop so a busy machine slows all alike;
 then the first request through the Lambda entry, and what each init imports beyond the floor.
 
 The child builds the composition root by calling the handler module's cached builder (`_app`,
@@ -20,7 +21,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from saga.local.moto_server import MotoServer
+from saga.local.moto_server import MotoProcess
 from saga.local.resources import provision
 
 COLD_START = {
@@ -31,11 +32,15 @@ COLD_START = {
     "auditor": ("functions.auditor.handler", "_audit"),
 }
 FLOOR = "floor"
-# What none of our functions can avoid: botocore's session, pydantic, Powertools' Logger and Metrics, one client.
+# What every function of this kind imports (BENCHMARKS.md section 5 states it): botocore's session and one
+# client, pydantic's BaseModel (`import pydantic` alone is a lazy stub that imports next to nothing),
+# Powertools' Logger, Metrics and event handler.
 FLOOR_CODE = (
-    "import botocore.session, pydantic\n"
+    "import botocore.session\n"
+    "from pydantic import BaseModel\n"
     "from aws_lambda_powertools import Logger, Metrics\n"
-    "Logger(); Metrics()\n"
+    "from aws_lambda_powertools.event_handler import APIGatewayRestResolver\n"
+    "Logger(); Metrics(); APIGatewayRestResolver()\n"
     "botocore.session.get_session().create_client('dynamodb', region_name='us-east-1')\n"
 )
 # The first request after init, through the Lambda entry (Logger, Tracer, Metrics decorators included).
@@ -58,10 +63,12 @@ COLD_ENV = {
 _CHILD = """
 import json, time
 {init}
-initialized = time.perf_counter()
+initialized, init_cpu = time.perf_counter(), time.process_time()
 {first}
 first_ms = (time.perf_counter() - initialized) * 1000
-print(json.dumps({{"initialized": initialized, "first_ms": first_ms, "status": status}}))
+first_cpu_ms = (time.process_time() - init_cpu) * 1000
+print(json.dumps({{"initialized": initialized, "init_cpu": init_cpu, "first_ms": first_ms, "first_cpu_ms": first_cpu_ms,
+                  "status": status}}))
 """
 _FIRST = """
 from saga.local.apigw import LambdaContextStub, proxy_event
@@ -72,28 +79,35 @@ status = m.lambda_handler(event, LambdaContextStub("cold"))["statusCode"]
 
 @dataclass
 class ColdStart:
-    """Medians over the runs: init (fresh interpreter to composition root built and first client made) in ms,
-    per name and bytecode mode ("pyc": compiled files present, "source": compiled from source); first request ms."""
+    """Medians over the runs, per name and bytecode mode ("pyc": compiled files present, "source": compiled
+    from source): init (fresh interpreter to composition root built and first client made), its CPU ms (the
+    process's own, interpreter start included) and its wall ms; the first request's CPU and wall ms."""
 
     runs: int
+    init_cpu_ms: dict[tuple[str, str], float]
     init_ms: dict[tuple[str, str], float]
+    first_cpu_ms: dict[str, float]
     first_ms: dict[str, float]
     first_status: dict[str, int]
     beyond_floor: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def ratio(self, name: str, mode: str) -> float:
-        return self.init_ms[(name, mode)] / self.init_ms[(FLOOR, mode)]
+        return self.init_cpu_ms[(name, mode)] / self.init_cpu_ms[(FLOOR, mode)]
 
     def figures(self) -> dict[str, Any]:
         """What bench/measured.json keeps of it, functions in the order they are reported."""
         names = (FLOOR, *COLD_START)
+        modes = ("pyc", "source")
         return {
             "runs": self.runs,
-            "initMs": {name: {mode: self.init_ms[(name, mode)] for mode in ("pyc", "source")} for name in names},
+            "floorCode": FLOOR_CODE,
+            "initCpuMs": {name: {mode: self.init_cpu_ms[(name, mode)] for mode in modes} for name in names},
+            "initMs": {name: {mode: self.init_ms[(name, mode)] for mode in modes} for name in names},
             "firstRequest": {
                 name: {
                     "method": FIRST_REQUEST[name][0],
                     "path": FIRST_REQUEST[name][1],
+                    "cpuMs": self.first_cpu_ms[name],
                     "ms": ms,
                     "status": self.first_status[name],
                 }
@@ -149,8 +163,9 @@ def import_profile(name: str, env: dict[str, str], floor: Collection[str]) -> di
 
 def cold_start_ms(runs: int) -> ColdStart:
     """The floor and every function, each run in the same loop (so a noisy neighbour hits them alike):
-    a fresh interpreter's wall time from spawn to init done, with bytecode and compiled from source."""
-    moto = MotoServer().start()
+    a fresh interpreter's CPU time until init is done, and its wall time from spawn, with bytecode and
+    compiled from source."""
+    moto = MotoProcess().start()
     try:
         r = provision(moto.url)
         env = {
@@ -162,7 +177,9 @@ def cold_start_ms(runs: int) -> ColdStart:
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         init: dict[tuple[str, str], list[float]] = {}
+        init_cpu: dict[tuple[str, str], list[float]] = {}
         first: dict[str, list[float]] = {}
+        first_cpu: dict[str, list[float]] = {}
         status: dict[str, int] = {}
         with tempfile.TemporaryDirectory() as empty:
             source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -183,8 +200,10 @@ def cold_start_ms(runs: int) -> ColdStart:
                         # perf_counter is CLOCK_MONOTONIC on Linux: the child's stamp is on the parent's clock.
                         child = json.loads(done.stdout.strip().splitlines()[-1])
                         init.setdefault((name, mode), []).append((child["initialized"] - started) * 1000)
+                        init_cpu.setdefault((name, mode), []).append(child["init_cpu"] * 1000)
                         if name in FIRST_REQUEST and mode == "pyc":
                             first.setdefault(name, []).append(child["first_ms"])
+                            first_cpu.setdefault(name, []).append(child["first_cpu_ms"])
                             status[name] = child["status"]
         floor = imported(_child_code(FLOOR, -1), env)
         beyond = {name: import_profile(name, env, floor) for name in COLD_START}
@@ -192,7 +211,9 @@ def cold_start_ms(runs: int) -> ColdStart:
         moto.stop()
     return ColdStart(
         runs,
+        {key: statistics.median(values) for key, values in init_cpu.items()},
         {key: statistics.median(values) for key, values in init.items()},
+        {name: statistics.median(values) for name, values in first_cpu.items()},
         {name: statistics.median(values) for name, values in first.items()},
         status,
         beyond,

@@ -1,14 +1,19 @@
-"""Figure 4 of BENCHMARKS.md: how fast one consumer process applies a backlog of queued events."""
+"""Figure 4 of BENCHMARKS.md: how fast one consumer process applies a backlog of queued events, and what the
+relay spends per event, each by CPU time (the function's process and the AWS endpoint's) beside wall time."""
 
 from __future__ import annotations
 
 import json
-import time
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools import Metrics
 
 from bench.cost import SIMULATE, invoke
+from bench.cpu import Stopwatch, reference_ms
+from bench.meter import HARNESS_BUDGET
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
 from functions.loans_api import bootstrap as loans_bootstrap
@@ -20,17 +25,52 @@ from functions.relay.settings import RelaySettings
 from saga.links import link_body
 from saga.local.apigw import LambdaContextStub
 from saga.local.inprocess import InProcessHttp
-from saga.local.moto_server import MotoServer
+from saga.local.moto_server import MotoProcess
 from saga.local.pollers import StreamPoller
 from saga.local.resources import LocalResources, provision
-from shared import aws
+from shared import aws, topology
 
 BATCH_SIZE = 10  # the stack's SQS batch size
 
 
-def drain_rate(moto: MotoServer, backlog: int, journeys: int = 5) -> tuple[float, int]:
-    """Events/s one consumer process applies from a backlog of already-applied events (duplicates of the
-    events of `journeys` journeys), and how many it applied."""
+@dataclass(frozen=True)
+class Timed:
+    """A stretch of one function's work over `events` events: wall seconds, the function's process's CPU
+    seconds, the AWS endpoint's CPU seconds, in how many invocations."""
+
+    events: int
+    invocations: int
+    wall: float
+    cpu: float
+    endpoint_cpu: float
+    reference_ms: float  # bench/cpu.py `reference_ms`, just before and just after (the mean)
+
+    def figures(self) -> dict[str, float]:
+        return {
+            "events": self.events,
+            "invocations": self.invocations,
+            "wallSeconds": self.wall,
+            "cpuSeconds": self.cpu,
+            "endpointCpuSeconds": self.endpoint_cpu,
+            "referenceMs": self.reference_ms,
+        }
+
+
+def _timed(moto: MotoProcess, events: Callable[[], int], invocations: Callable[[], int]) -> Timed:
+    """Time `events()` (which returns how many events it handled): this process's CPU and the endpoint's."""
+    reference = reference_ms()
+    watch = Stopwatch({"function": [os.getpid()], "endpoint": [moto.pid]}).start()
+    before = invocations()
+    handled = events()
+    taken = watch.stop()
+    reference = (reference + reference_ms()) / 2
+    return Timed(handled, invocations() - before, taken.wall, taken.cpu["function"], taken.cpu["endpoint"], reference)
+
+
+def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, Timed]:
+    """The relay over the stream records of `journeys` journeys' events (the stack's batch size, one lane),
+    and one consumer process over a backlog of `backlog` already-applied events (duplicates of those
+    events, as Lambda's poller hands them over: batches of 10), each timed by CPU and wall."""
     moto.reset()
     r: LocalResources = provision(moto.url)
     metrics = Metrics(namespace="Bench", service="drain")
@@ -44,27 +84,34 @@ def drain_rate(moto: MotoServer, backlog: int, journeys: int = 5) -> tuple[float
         metrics,
         http=InProcessHttp(loans),
     )
-    for _ in range(journeys):
-        journey_id = json.loads(invoke(orchestrator, "POST", "/journeys", {"customerId": "drain"}).body)["journeyId"]
-        record: dict[str, Any] = {}
-        for command in ("simulate", "simulate", "accept", "disburse"):
-            body = SIMULATE if command == "simulate" else link_body(record, command)
-            reply = invoke(orchestrator, "POST", f"/journeys/{journey_id}/{command}", body)
-            assert reply.status == 200
-            record = json.loads(reply.body)
-    # The events as the relay publishes them, repeated into a backlog.
-    stream = StreamPoller(
-        aws.client("dynamodbstreams", r.region, r.endpoint_url),
-        r.loans_stream_arn,
-        relay_bootstrap.build_stream_handler(
-            RelaySettings(
-                aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn
-            ),
-            metrics,
-        ),
+    relay_invocations = relay_events = 0
+    relay_handler = relay_bootstrap.build_stream_handler(
+        RelaySettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn),
+        metrics,
     )
-    stream.poll_once()
-    sqs = aws.client("sqs", r.region, r.endpoint_url)
+
+    def relay(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        nonlocal relay_invocations, relay_events
+        relay_invocations += 1
+        relay_events += len(event["Records"])
+        return relay_handler(event, context)
+
+    # The events as the relay publishes them: its mapping's filter (only events reach it, as in AWS), one
+    # lane, the stack's batch size.
+    stream = StreamPoller(
+        aws.client("dynamodbstreams", r.region, r.endpoint_url, HARNESS_BUDGET),
+        r.loans_stream_arn,
+        relay,
+        admits=topology.RELAY_STREAM.admits,
+        parallelization_factor=1,
+    )
+    stream.poll_once()  # open the iterator
+    _journey(orchestrator)
+    _drain_stream(stream)  # warm: the relay's first connections and first validations are not timed
+    for _ in range(journeys):
+        _journey(orchestrator)
+    relayed = _timed(moto, lambda: _drain_stream(stream, lambda: relay_events), lambda: relay_invocations)
+    sqs = aws.client("sqs", r.region, r.endpoint_url, HARNESS_BUDGET)
     published = []
     while batch := sqs.receive_message(QueueUrl=r.events_queue_url, MaxNumberOfMessages=10).get("Messages"):
         published += [m["Body"] for m in batch]
@@ -83,13 +130,41 @@ def drain_rate(moto: MotoServer, backlog: int, journeys: int = 5) -> tuple[float
     # function on Lambda-shaped batches of the stack's size.
     batches = [
         {"Records": [_sqs_record(published[(start + i) % len(published)], start + i) for i in range(BATCH_SIZE)]}
-        for start in range(0, backlog, BATCH_SIZE)
+        for start in range(0, backlog + BATCH_SIZE, BATCH_SIZE)
     ]
-    started = time.monotonic()
-    for records in batches:
-        assert consumer(records, LambdaContextStub("consumer"))["batchItemFailures"] == []
-    applied = BATCH_SIZE * len(batches)
-    return applied / (time.monotonic() - started), applied
+    warm, timed = batches[0], batches[1:]
+    assert consumer(warm, LambdaContextStub("consumer"))["batchItemFailures"] == []
+    applied = 0
+
+    def apply() -> int:
+        nonlocal applied
+        for records in timed:
+            failures = consumer(records, LambdaContextStub("consumer"))["batchItemFailures"]
+            assert failures == [], f"a duplicate failed: {failures}"
+            applied += 1
+            metrics.clear_metrics()  # what the entry's flush does each invocation (locally: printed at 100)
+        return BATCH_SIZE * len(timed)
+
+    drained = _timed(moto, apply, lambda: applied)
+    return relayed, drained
+
+
+def _journey(orchestrator: Any) -> None:
+    journey_id = json.loads(invoke(orchestrator, "POST", "/journeys", {"customerId": "drain"}).body)["journeyId"]
+    record: dict[str, Any] = {}
+    for command in ("simulate", "simulate", "accept", "disburse"):
+        body = SIMULATE if command == "simulate" else link_body(record, command)
+        reply = invoke(orchestrator, "POST", f"/journeys/{journey_id}/{command}", body)
+        assert reply.status == 200, reply.body
+        record = json.loads(reply.body)
+
+
+def _drain_stream(stream: StreamPoller, delivered: Callable[[], int] = lambda: 0) -> int:
+    """Poll until the stream has nothing new; how many records reached the relay meanwhile."""
+    before = delivered()
+    while stream.poll_once():
+        pass
+    return delivered() - before
 
 
 def _sqs_record(body: str, index: int) -> dict[str, Any]:

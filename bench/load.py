@@ -1,6 +1,7 @@
 """Figure 3 of BENCHMARKS.md: the local runtime (`saga local`'s worker processes and pollers) under
-concurrent agents over HTTP, and the backstop's lag (a commit road 1 never hears of, until road 2
-applied it)."""
+concurrent agents over HTTP, every container started and warmed before anything is timed, by CPU time
+per journey (the function containers' and the AWS endpoint's) beside wall time and latency; and the
+backstop's lag (a commit road 1 never hears of, until road 2 applied it)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import urllib3
 
 from bench.cost import SIMULATE, request_headers
+from bench.cpu import Interval, Stopwatch
 from saga.links import link_body
 
 
@@ -28,23 +31,31 @@ def percentile(values: list[float], q: float) -> float:
 @dataclass
 class LoadResult:
     agents: int
-    journeys_per_second: float
+    journeys: int
     latencies_ms: list[float]
     errors: Counter[int]
+    taken: Interval  # wall seconds; CPU seconds of the function containers and of the AWS endpoint
 
     def figures(self) -> dict[str, Any]:
-        """What bench/measured.json keeps of it: the rate, the latency percentiles, the errors by status."""
+        """What bench/measured.json keeps of it: journeys, wall and CPU time, the latency percentiles, the
+        errors by status."""
         lat = self.latencies_ms
+        journeys = max(1, self.journeys)
         return {
             "agents": self.agents,
-            "journeysPerSecond": self.journeys_per_second,
+            "journeys": self.journeys,
+            "seconds": self.taken.wall,
+            "journeysPerSecond": self.journeys / self.taken.wall,
+            "functionsCpuMsPerJourney": self.taken.cpu["functions"] * 1000 / journeys,
+            "endpointCpuMsPerJourney": self.taken.cpu["endpoint"] * 1000 / journeys,
             "commandMs": {"p50": percentile(lat, 50), "p95": percentile(lat, 95), "p99": percentile(lat, 99)},
             "errors": [[status, count] for status, count in self.errors.items()],
         }
 
 
-def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
-    """`agents` threads, each walking journeys (create, simulate, accept, disburse) for `seconds`."""
+def load(runtime_api: str, agents: int, seconds: float, watched: Mapping[str, Iterable[int]]) -> LoadResult:
+    """`agents` threads, each walking journeys (create, simulate, accept, disburse) for `seconds`, with the
+    CPU time of the `watched` processes ("functions": every container, "endpoint": the AWS endpoint)."""
     http = urllib3.PoolManager(maxsize=agents * 2, timeout=urllib3.Timeout(connect=2, read=60), retries=False)
     latencies: list[float] = []
     lock = threading.Lock()
@@ -81,10 +92,10 @@ def load(runtime_api: str, agents: int, seconds: float) -> LoadResult:
                 done += 1
         return done
 
-    started = time.monotonic()
+    watch = Stopwatch(watched).start()
     with ThreadPoolExecutor(max_workers=agents) as pool:
         journeys = sum(pool.map(agent, range(agents)))
-    return LoadResult(agents, journeys / (time.monotonic() - started), latencies, errors)
+    return LoadResult(agents, journeys, latencies, errors, watch.stop())
 
 
 def backstop_lag(api: str, loans_api: str, samples: int) -> list[float]:

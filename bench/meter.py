@@ -1,6 +1,10 @@
 """Counting what AWS bills, with botocore event hooks on every client of this process (not estimates):
 calls per service and operation, and billed units by the rules of bench/billing.py.
 
+The hooks are the meter's while it is open (`with Meter() as meter:`): closing it removes them from the
+shared session and from every client made while it was open (botocore gives each client a copy of the
+session's hooks), so nothing is counted, or billed by reading item images, once the measurement is done.
+
 DynamoDB: moto answers `ReturnConsumedCapacity` with a constant (1.0 per call, whatever the item size,
 and no global-index figures for writes: moto 5.2.5 `dynamodb/responses.py`, `include_consumed_capacity`),
 so the meter does not ask it. It reads the item images before and after every write itself (through a
@@ -9,9 +13,12 @@ separate, unhooked client, so the reads are not counted) and bills them."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 import botocore.session
@@ -39,6 +46,10 @@ if TYPE_CHECKING:
 STORAGE_OVERHEAD = 100
 # The meter's own reads (the item images around a write): botocore's default timeouts, no request's budget.
 RAW_BUDGET = aws.AwsCallBudget(connect_timeout=60.0, read_timeout=60.0, max_attempts=3)
+# The harness's own clients (the pollers standing in for Lambda's event sources, the benchmark's reads of the
+# queue): no function's budget, and patient with an endpoint a busy machine slows (moto's GetRecords of a
+# hundred records can take seconds there).
+HARNESS_BUDGET = RAW_BUDGET
 
 
 @dataclass
@@ -51,30 +62,69 @@ class _Pending:
 
 class Meter:
     """Counts calls per service and operation, and billed units: DynamoDB per (table, index), SNS and
-    SQS requests in 64 KB chunks, stream read requests."""
+    SQS requests in 64 KB chunks, stream read requests. With `bill=False` it counts calls only (no item
+    images read: what a timed run can afford). Counting starts when it is made and ends at `close()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, bill: bool = True) -> None:
         self.calls: Counter[str] = Counter()
         self.wcu: Units = defaultdict(float)
         self.rcu: Units = defaultdict(float)
         self.billed_requests: Counter[str] = Counter()  # sns, sqs, streams
+        self._bill = bill
         self._lock = threading.Lock()
         self._local = threading.local()
         self._raw: dict[str, DynamoDBClient] = {}
         self._shapes: dict[tuple[str, str], TableShape] = {}
-        events = aws.session().get_component("event_emitter")
-        events.register("provide-client-params", self._remember)
-        events.register("before-call", self._before)
-        events.register("after-call", self._count)
+        self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._hooks: list[tuple[str, Callable[..., Any]]] = [
+            ("creating-client-class", self._track),
+            ("provide-client-params", self._remember),
+            ("before-call", self._before),
+            ("after-call", self._count),
+        ]
+        self._session_events = aws.session().get_component("event_emitter")
+        for event, hook in self._hooks:
+            self._session_events.register(event, hook)
+
+    def close(self) -> None:
+        """Remove every hook: from the session, and from each client made while the meter was open."""
+        for emitter in [self._session_events, *(client.meta.events for client in list(self._clients))]:
+            for event, hook in self._hooks:
+                emitter.unregister(event, hook)
+        self._clients = weakref.WeakSet()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def total_calls(self) -> int:
+        with self._lock:
+            return sum(self.calls.values())
 
     # -- hooks ---------------------------------------------------------------------------------
+
+    def _track(self, base_classes: list[type], **_: Any) -> None:
+        """Each client class made while the meter is open remembers its instances, so `close` can
+        take the hooks out of their copies of the session's hooks."""
+        clients = self._clients
+
+        class Tracked:
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                clients.add(self)
+
+        base_classes.insert(0, Tracked)
 
     def _remember(self, params: dict[str, Any], **_: Any) -> None:
         self._local.params = params
 
     def _before(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         self._local.pending = None
-        if model.service_model.service_name != "dynamodb":
+        if not self._bill or model.service_model.service_name != "dynamodb":
             return
         api = getattr(self._local, "params", {}) or {}
         targets = write_targets(model.name, api)
@@ -89,6 +139,10 @@ class Meter:
 
     def _count(self, model: Any, parsed: dict[str, Any], **_: Any) -> None:
         service, operation = model.service_model.service_name, model.name
+        if not self._bill:
+            with self._lock:
+                self.calls[f"{service}:{operation}"] += 1
+            return
         params = getattr(self._local, "params", {}) or {}
         wcu: Units = {}
         rcu: Units = {}

@@ -35,14 +35,13 @@ from typing import Any
 
 from bench import report
 from bench.cold_start import cold_start_ms
-from bench.cost import JOURNEY, JourneyCost, journey_cost
-from bench.drain import drain_rate
+from bench.cost import AWS_ROUND_TRIP_MS, JOURNEY, LAMBDA_VCPU_MB, JourneyCost, journey_cost
+from bench.cpu import load_average, reference_ms
+from bench.drain import Timed, drain_rate
 from bench.input_guard import input_guard
 from bench.load import backstop_lag, lag_figures, load
-from bench.meter import Meter
 from functions.orchestrator.settings import OrchestratorSettings
-from infra import packaging
-from saga.local.moto_server import MotoServer
+from saga.local.moto_server import MotoProcess
 from saga.local.ports import free_port
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from shared import topology
@@ -74,42 +73,71 @@ def main(argv: list[str] | None = None) -> int:
 def measure(smoke: bool) -> dict[str, Any]:
     """Every figure of the report, as bench/measured.json keeps it."""
     started = time.monotonic()
-    meter = Meter()
-    moto = MotoServer().start()
+    stages: dict[str, float] = {}
+
+    def stage(name: str) -> None:
+        """Note how long the part just done took (wall seconds, to plan a run: no figure)."""
+        stages[name] = time.monotonic() - started - sum(stages.values())
+        print(f"bench: {name} done in {stages[name]:.0f} s", file=sys.stderr, flush=True)
+
+    load_at_start, reference_at_start = load_average(), reference_ms()
+    moto = MotoProcess().start()
     try:
-        costs = {key: journey_cost(moto, meter, *design) for key, design in DESIGNS.items()}
-        drain, drained = drain_rate(moto, *((10, 1) if smoke else (1000, 5)))
+        costs = {key: journey_cost(moto, *design, timed_journeys=1 if smoke else 10) for key, design in DESIGNS.items()}
+        stage("cost")
+        relayed, drained = drain_rate(moto, *((10, 1) if smoke else (1000, 25)))
+        stage("drain")
     finally:
         moto.stop()
     cold = cold_start_ms(1 if smoke else 20)
+    stage("coldStart")
     guard = input_guard(1 if smoke else 15)
+    stage("inputGuard")
     config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port())
     runtime = LocalRuntime(config).start()
     try:
         api, loans_api = f"http://127.0.0.1:{config.port}", f"http://127.0.0.1:{config.loans_port}"
-        loads = [load(api, n, 1.0 if smoke else 15.0) for n in ((1,) if smoke else (1, 4, 16))]
+        containers = runtime.warm_every_container()
+        # The functions a journey invokes: the sweeper's scheduled runs are not per journey.
+        journey_pids = [pid for name, pids in containers.items() if name != topology.SWEEPER.service for pid in pids]
+        watched = {"functions": journey_pids, "endpoint": [runtime.aws_pid]}
+        agents = (1,) if smoke else (1, 4, 16)
+        load(api, max(agents), 1.0 if smoke else 5.0, watched)  # warm: every poller's composition root, untimed
+        loads = [load(api, n, 1.0 if smoke else 15.0, watched) for n in agents]
         lags = backstop_lag(api, loans_api, 2 if smoke else 30)
     finally:
         runtime.stop()
+    stage("load")
     return {
-        **scale_inputs(costs["ours"], drain),
+        **scale_inputs(costs["ours"], cpu_limited_rate(drained)),
         "run": {
             "machine": platform.machine(),
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "smoke": smoke,
             "seconds": time.monotonic() - started,
+            "stageSeconds": stages,
+            "loadAverage": {"start": load_at_start, "end": load_average()},
+            "referenceMs": {"start": reference_at_start, "end": reference_ms()},
         },
         "memoryMb": topology.memory_mb(),
+        "lambdaModel": {"vcpuMb": LAMBDA_VCPU_MB, "awsRoundTripMs": AWS_ROUND_TRIP_MS},
         "costs": {key: cost.figures() for key, cost in costs.items()},
         "load": [result.figures() for result in loads],
+        "containers": {name: len(pids) for name, pids in sorted(containers.items())},
         "backstopLag": lag_figures(lags),
-        "drain": {"eventsPerSecond": drain, "events": drained},
+        "drain": drained.figures(),
+        "relay": relayed.figures(),
         "coldStart": cold.figures(),
         "inputGuard": guard,
         "loansReadTimeoutSeconds": float(OrchestratorSettings.model_fields["loans_read_timeout"].default),
         "codeAssetBytes": asset_bytes(),
     }
+
+
+def cpu_limited_rate(drained: Timed) -> float:
+    """Events/s one core sustains running the consumer and the AWS endpoint's share of its work."""
+    return drained.events / (drained.cpu + drained.endpoint_cpu)
 
 
 def scale_inputs(ours: JourneyCost, drain_events_per_second: float) -> dict[str, Any]:
@@ -137,6 +165,10 @@ def scale_inputs(ours: JourneyCost, drain_events_per_second: float) -> dict[str,
 
 
 def asset_bytes() -> int:
+    # Imported here: the CDK it imports takes seconds, and every process the benchmark spawns (the AWS
+    # endpoint, the containers) imports this module again as its main module.
+    from infra import packaging
+
     with tempfile.TemporaryDirectory() as tmp:
         packaging.copy_app(Path(tmp))
         return sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())

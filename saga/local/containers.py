@@ -105,6 +105,15 @@ def _started() -> bool:
     return _handler is not None
 
 
+def _warm_one(event: dict[str, Any] | None, name: str, function_timeout: float, hold_seconds: float) -> int:
+    """Invoke this container with `event` (if any), then stay busy `hold_seconds` so the pool hands the
+    other warming tasks to its other containers; its process id."""
+    if event is not None:
+        _invoke(event, name, function_timeout)
+    time.sleep(hold_seconds)
+    return os.getpid()
+
+
 class ContainerPool:
     """Invokes a function's Lambda entry point (`entry`, "module.function", the handler infra deploys)
     with its `environment`, in up to `max_containers` worker processes, each invocation with the
@@ -123,7 +132,9 @@ class ContainerPool:
         self.name = name
         self._on_metrics = on_metrics
         self.entry = entry
+        self.max_containers = max_containers
         self.function_timeout = function_timeout
+        self._warm_event: dict[str, Any] | None = None
         self._timeout = function_timeout + 30.0
         self._pool = ProcessPoolExecutor(
             max_workers=max_containers,
@@ -138,7 +149,24 @@ class ContainerPool:
         if event is None:
             self._pool.submit(_started).result(timeout=self._timeout)
         else:
+            self._warm_event = event
             self(event, None)
+
+    def warm_all(self, hold_seconds: float = 0.2, hang_guard_seconds: float = 600.0) -> frozenset[int]:
+        """Start every container the pool may run (each invoked with the event `warm` was given, if any),
+        and return their process ids: a benchmark then times no cold start, and can read their CPU time.
+        Warming tasks go out one per container at a time, until each container has served one."""
+        warmed: set[int] = set()
+        deadline = time.monotonic() + hang_guard_seconds
+        while len(warmed) < self.max_containers:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: {len(warmed)} of {self.max_containers} containers warmed")
+            tasks = [
+                self._pool.submit(_warm_one, self._warm_event, self.name, self.function_timeout, hold_seconds)
+                for _ in range(self.max_containers)
+            ]
+            warmed |= {task.result(timeout=self._timeout) for task in tasks}
+        return frozenset(warmed)
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         result, emitted = self._pool.submit(_invoke, event, self.name, self.function_timeout).result(

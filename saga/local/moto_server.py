@@ -136,6 +136,17 @@ class MotoProcess:
     def faults(self) -> AwsFaultsClient:
         return AwsFaultsClient(self.url)
 
+    @property
+    def pid(self) -> int:
+        """The endpoint's process (bench/ reads its CPU time)."""
+        if self._process is None or self._process.pid is None:
+            raise RuntimeError("the moto endpoint was not started")
+        return self._process.pid
+
+    def reset(self) -> None:
+        """Forget every resource, as MotoServer.reset does."""
+        urllib3.request("POST", f"{self.url}/moto-api/reset")
+
     def start(self, timeout: float = 60.0) -> MotoProcess:
         context = multiprocessing.get_context("spawn")
         self._pipe, child_end = context.Pipe()

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -373,6 +374,24 @@ class LocalRuntime:
             for name in POLLERS
             for loop in [loops.get(name)]
         }
+
+    def warm_every_container(self) -> dict[str, frozenset[int]]:
+        """Start every container of every function now, all functions at once (the APIs' each serving
+        /health, so their composition roots are built): the process ids of each function's containers."""
+        warming: dict[str, frozenset[int]] = {}
+
+        def warm(pool: ContainerPool) -> None:
+            warming[pool.name] = pool.warm_all()
+
+        _all_at_once([partial(warm, pool) for pool in self._pools])
+        return warming
+
+    @property
+    def aws_pid(self) -> int:
+        """The local AWS endpoint's process."""
+        if self._moto is None:
+            raise RuntimeError("the runtime was not started")
+        return self._moto.pid
 
     def stop(self) -> None:
         """Stop the loops and the servers, then every function's containers, then the AWS endpoint they
