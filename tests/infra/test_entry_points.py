@@ -97,6 +97,7 @@ def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
             body = terms if command == "simulate" else naming(record, command)
             record = agent("POST", f"/journeys/{walked}/{command}", body)
         agent("GET", f"/journeys/{walked}")
+        assert [j["journeyId"] for j in agent("GET", "/journeys?customerId=c-1")["journeys"]] == [walked]
         cancelled = agent("POST", "/journeys", {"customerId": "c-2"}, key=str(uuid.uuid4()))["journeyId"]
         quote = naming(agent("POST", f"/journeys/{cancelled}/simulate", terms), "accept")
         agent("POST", f"/journeys/{cancelled}/accept", quote)
