@@ -15,6 +15,9 @@ from saga import cli_servers as servers
 from saga.verify import command as verify_command
 from shared import topology
 
+# listJourneys' page (functions/orchestrator/api.py PAGE, MAX_PAGE; tests/unit/test_cli_exit_codes.py holds
+# them equal), spelled here: importing the API would cost every command its import.
+PAGE, MAX_PAGE = 5, 10
 # sysexits.h's EX_SOFTWARE: an internal error, whatever the command.
 EXIT_BUG = 70
 
@@ -105,13 +108,7 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
     redrive.add_argument("--dry-run", action="store_true", help="list what would move, move nothing")
     redrive.add_argument("--max", type=int, default=100, help="move at most this many")
 
-    journey = commands.add_parser("journey", help="journey tools")
-    journey_commands = journey.add_subparsers(dest="journey_command", required=True)
-    show = journey_commands.add_parser(
-        "show", help="Control Record next to loans-api's truth, and the journey's events in order"
-    )
-    target_options(show)
-    show.add_argument("journey_id")
+    _journey_parser(commands, target_options)
 
     audit = commands.add_parser(
         "audit", help="list every journey whose Control Record disagrees with loans-api past a grace period"
@@ -144,6 +141,29 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
 
     servers.add_proxy(commands)
     return parser
+
+
+def _journey_parser(commands: Any, target_options: Any) -> None:
+    journey = commands.add_parser("journey", help="journey tools")
+    journey_commands = journey.add_subparsers(dest="journey_command", required=True)
+    show = journey_commands.add_parser(
+        "show", help="Control Record next to loans-api's truth, and the journey's events in order"
+    )
+    target_options(show)
+    show.add_argument("journey_id")
+    listing = journey_commands.add_parser(
+        "list", help="a customer's journeys, newest first (those this caller created: the API's listJourneys)"
+    )
+    target_options(listing)
+    listing.add_argument("--customer", required=True, help="the customerId the journeys were created for")
+    listing.add_argument("--limit", type=int, default=PAGE, help=f"journeys per page, 1..{MAX_PAGE} (default {PAGE})")
+    listing.add_argument("--cursor", default=None, help="the page after the one that printed this cursor")
+    listing.add_argument(
+        "--caller",
+        default=None,
+        help="locally: the caller whose journeys to list (an ARN, as X-Saga-Caller; default: the local agent's); "
+        "on a stack, whoever signs is the caller",
+    )
 
 
 def _openapi_parser(commands: Any, target_options: Any) -> None:
@@ -260,6 +280,13 @@ def _usage(args: argparse.Namespace, why: str) -> int:
 def _journey(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import journeys
     from shared.loan_terms import ID_PATTERN
+
+    if args.journey_command == "list":
+        if not 1 <= args.limit <= MAX_PAGE:
+            return _usage(args, f"--limit {args.limit}: a page holds 1..{MAX_PAGE} journeys")
+        page = journeys.journey_list(target, args.customer, args.limit, args.cursor, args.caller)
+        _emit(page, args.json, journeys.journey_list_text(args.customer, page))
+        return 0
 
     if not re.fullmatch(ID_PATTERN, args.journey_id):  # the APIs' own pattern: no journey has such an id
         return _usage(args, f"{args.journey_id!r} is not a journey id (letters, digits and dashes, 1..64)")

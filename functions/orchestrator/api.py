@@ -59,9 +59,10 @@ OptionalKey = Annotated[
     ),
 ]
 
-# A page of listJourneys: at most MAX_PAGE records (each about 1-2 KB), PAGE by default.
-PAGE = 10
-MAX_PAGE = 50
+# A page of listJourneys: at most MAX_PAGE records (each 1-2 KB rendered, with its trail and links), PAGE
+# by default: a full page stays well under the 25 KB a Bedrock action group's answer may hold.
+PAGE = 5
+MAX_PAGE = 10
 CustomerId = Annotated[
     str,
     Query(alias="customerId", min_length=1, max_length=128, description="The customerId you created the journeys for."),
