@@ -153,7 +153,8 @@ def test_a_bedrock_agent_finds_the_journeys_it_created_for_a_customer_in_a_later
     agent = Agent(executor, api_paths)
     created = []
     for words in ("a loan please", "another loan please"):
-        event = action_event(*api_paths["createJourney"], body={"customerId": "c-back"}, input_text=words)
+        path, method = api_paths["createJourney"]
+        event = action_event(path, method, body={"customerId": "c-back"}, input_text=words)
         status, record, _ = agent.invoke(event)
         assert status == 201, record
         created.append(record["journeyId"])
@@ -161,7 +162,8 @@ def test_a_bedrock_agent_finds_the_journeys_it_created_for_a_customer_in_a_later
     found = []
     parameters: dict[str, Any] = {"customerId": "c-back", "limit": 1}
     while True:
-        event = action_event(*api_paths["listJourneys"], parameters, session_id="111122223333-session-2")
+        path, method = api_paths["listJourneys"]
+        event = action_event(path, method, parameters, session_id="111122223333-session-2")
         status, page, _ = agent.invoke(event)
         assert status == 200, page
         found += [record["journeyId"] for record in page["journeys"]]
