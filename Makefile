@@ -28,11 +28,13 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: install lock run test lint typecheck unit integration e2e chaos soak synth bench docs clean
 
 # $(call venv_with,LOCK,WHAT): .venv holding LOCK's packages (hash-checked) and this project (editable).
+# The count announced is what this machine installs: the locks are universal, and also pin what only
+# Windows or WebAssembly installs (requirements/count.py evaluates each line's environment marker).
 define venv_with
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@test -x $(UV) || { $(UV_PIN) | $(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		--require-hashes --no-deps -r /dev/stdin; }
-	@echo "installing $(2): $$(grep -c '^[A-Za-z0-9].*==' $(1)) packages from $(1) into $(VENV)" \
+	@echo "installing $(2): $$($(BIN)/python requirements/count.py $(1)) packages from $(1) into $(VENV)" \
 		"(a few seconds once they are cached, a minute or two the first time)"
 	@started=$$(date +%s); \
 	$(UV) pip install --python $(BIN)/python --require-hashes -r $(1) && \

@@ -56,6 +56,9 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from saga.version import version
+
+    parser.add_argument("--version", action="version", version=f"saga {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     servers.add_local(commands)
@@ -140,6 +143,10 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
     _openapi_parser(commands, target_options)
 
     servers.add_proxy(commands)
+    completion = commands.add_parser(
+        "completion", help='print a shell completion script: eval "$(saga completion bash)" (docs/CONTRIBUTING.md)'
+    )
+    completion.add_argument("shell", choices=["bash"])
     return parser
 
 
@@ -169,7 +176,9 @@ def _journey_parser(commands: Any, target_options: Any) -> None:
 def _openapi_parser(commands: Any, target_options: Any) -> None:
     spec = commands.add_parser(
         "openapi",
-        help="print an API's OpenAPI document: as served (3.1), or exported for Amazon Bedrock Agents (3.0.0)",
+        help="print an API's OpenAPI document: as served (3.1), or exported for Amazon Bedrock Agents (3.0.0); "
+        "made from this checkout's code with nothing running, or read from the system --stack, --api-url or "
+        "--loans-api-url names",
     )
     spec.add_argument("--format", choices=["openapi", "bedrock"], default="openapi", dest="spec_format")
     spec.add_argument("--api", choices=["orchestrator", "loans-api"], default="orchestrator")
@@ -319,10 +328,17 @@ def _demo(args: argparse.Namespace, target: Any) -> int:
     return 0
 
 
-def _openapi(args: argparse.Namespace, target: Any) -> int:
-    from saga.ops import demo
+def _openapi(args: argparse.Namespace) -> int:
+    """The document from this checkout's code, nothing running; from a running system when one is named."""
+    if args.stack or args.api_url or args.loans_api_url:
+        from saga.ops import demo
 
-    text = json.dumps(demo.openapi_document(target, args.api, args.spec_format), indent=2) + "\n"
+        document = demo.openapi_document(_target(args), args.api, args.spec_format)
+    else:
+        from saga.ops.documents import served_document
+
+        document = served_document(args.api, args.spec_format)
+    text = json.dumps(document, indent=2) + "\n"
     if args.out:
         with open(args.out, "w") as out:
             out.write(text)
@@ -338,7 +354,6 @@ _OPERATIONS = {
     "journey": _journey,
     "audit": _audit,
     "demo": _demo,
-    "openapi": _openapi,
 }
 
 
@@ -362,12 +377,20 @@ def _cannot_read(args: argparse.Namespace, title: str, detail: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser("--json" in argv).parse_args(argv)
+    parser = _parser("--json" in argv)
+    args = parser.parse_args(argv)
+    if args.command == "completion":
+        from saga.completion import bash_script
+
+        sys.stdout.write(bash_script(parser))
+        return 0
     if args.command in servers.RUNNERS:
         return servers.RUNNERS[args.command](args)
     servers.quiet_function_logs()
     if args.command == "verify":
         return _guarded(args, lambda: verify_command.run_verify(args))
+    if args.command == "openapi":
+        return _guarded(args, lambda: _openapi(args))
     return _guarded(args, lambda: _OPERATIONS[args.command](args, _target(args)))
 
 

@@ -15,7 +15,7 @@ import urllib3
 from mcp import Client
 
 from saga.journey_tools import JourneyTools
-from saga.mcp_server import PACKAGE, create_server
+from saga.mcp_server import create_server
 from saga.openapi_tools import KEY_ARGUMENT
 from saga.orchestrator_api import (
     ApiReply,
@@ -26,6 +26,7 @@ from saga.orchestrator_api import (
     fetch_document,
     wait_for_document,
 )
+from saga.version import PACKAGE
 from tests.fakes import FakeOrchestratorApi, InProcessOrchestrator
 from tests.support import AGENT_OPERATIONS
 
