@@ -25,7 +25,7 @@ UV_PIN = sed -n '/^uv==/,/[^\\]$$/p' $(DEV_LOCK)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install lock run test lint typecheck unit integration e2e chaos soak synth bench docs clean
+.PHONY: mcp-config install lock run test lint typecheck unit integration e2e chaos soak synth bench docs clean
 
 # $(call venv_with,LOCK,WHAT): .venv holding LOCK's packages (hash-checked) and this project (editable).
 # The count announced is what this machine installs: the locks are universal, and also pin what only
@@ -67,6 +67,13 @@ lock: install ## re-resolve both lock files from pyproject.toml (needs PyPI)
 # A .venv that `make install` or `make test` made already holds everything running needs.
 run: $(if $(wildcard $(DEV_STAMP)),$(DEV_STAMP),$(RUN_STAMP)) ## start the whole system locally (Ctrl-C stops it); ARGS="--port 3100" passes flags to `saga local`
 	$(BIN)/saga local $(ARGS)
+
+# An MCP client starts `saga mcp` itself, from a folder of its own and without this venv: its configuration
+# names this checkout's .venv/bin/saga by its absolute path (docs/AGENTS.md). MCP_ARGS replaces the arguments.
+MCP_ARGS ?= --api-url http://127.0.0.1:3000
+mcp-config: ## print an MCP client configuration that starts this checkout's `saga mcp` (no venv to activate)
+	@$(PYTHON) -c 'import json, sys; print(json.dumps({"mcpServers": {"loan-saga": {"command": sys.argv[1], "args": ["mcp", *sys.argv[2:]]}}}, indent=2))' \
+		"$(CURDIR)/$(BIN)/saga" $(MCP_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
