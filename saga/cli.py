@@ -144,7 +144,7 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
 
     servers.add_proxy(commands)
     completion = commands.add_parser(
-        "completion", help='print a shell completion script: eval "$(saga completion bash)" (docs/CONTRIBUTING.md)'
+        "completion", help='print a shell completion script: eval "$(saga completion bash)" (CONTRIBUTING.md)'
     )
     completion.add_argument("shell", choices=["bash"])
     return parser
