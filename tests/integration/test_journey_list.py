@@ -139,3 +139,12 @@ def test_the_index_is_written_once_per_journey_whatever_the_journey_does_after(m
     assert orchestrator.post(f"/journeys/{journey}/cancel", {}).status == 200
     index_units = meter.since(start).wcu_by.get((resources.journeys_table, CUSTOMER_INDEX), 0)
     assert index_units == 1, f"the customer index cost {index_units} write units over the journey, not 1"
+
+
+def test_a_well_formed_cursor_naming_no_journey_starts_after_its_place_and_is_no_error(orchestrator):
+    created = [create(orchestrator, "c-1", f"k{n}") for n in range(2)]
+    after_all = base64.urlsafe_b64encode(b"0").decode().rstrip("=")  # sorts before every UUIDv7
+    before_all = base64.urlsafe_b64encode(b"z").decode().rstrip("=")  # sorts after every UUIDv7
+    assert list_page(orchestrator, f"customerId=c-1&cursor={after_all}") == (200, {"journeys": []})
+    status, page = list_page(orchestrator, f"customerId=c-1&cursor={before_all}")
+    assert (status, [r["journeyId"] for r in page["journeys"]]) == (200, created[::-1]), page
