@@ -25,14 +25,16 @@ UV_PIN = sed -n '/^uv==/,/[^\\]$$/p' $(DEV_LOCK)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install lock run test test-loaded lint typecheck unit integration e2e chaos soak synth bench docs clean
+.PHONY: mcp-config install lock run test test-loaded lint typecheck unit integration e2e chaos soak synth bench docs clean
 
 # $(call venv_with,LOCK,WHAT): .venv holding LOCK's packages (hash-checked) and this project (editable).
+# The count announced is what this machine installs: the locks are universal, and also pin what only
+# Windows or WebAssembly installs (requirements/count.py evaluates each line's environment marker).
 define venv_with
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@test -x $(UV) || { $(UV_PIN) | $(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		--require-hashes --no-deps -r /dev/stdin; }
-	@echo "installing $(2): $$(grep -c '^[A-Za-z0-9].*==' $(1)) packages from $(1) into $(VENV)" \
+	@echo "installing $(2): $$($(BIN)/python requirements/count.py $(1)) packages from $(1) into $(VENV)" \
 		"(a few seconds once they are cached, a minute or two the first time)"
 	@started=$$(date +%s); \
 	$(UV) pip install --python $(BIN)/python --require-hashes -r $(1) && \
@@ -65,6 +67,13 @@ lock: install ## re-resolve both lock files from pyproject.toml (needs PyPI)
 # A .venv that `make install` or `make test` made already holds everything running needs.
 run: $(if $(wildcard $(DEV_STAMP)),$(DEV_STAMP),$(RUN_STAMP)) ## start the whole system locally (Ctrl-C stops it); ARGS="--port 3100" passes flags to `saga local`
 	$(BIN)/saga local $(ARGS)
+
+# An MCP client starts `saga mcp` itself, from a folder of its own and without this venv: its configuration
+# names this checkout's .venv/bin/saga by its absolute path (docs/AGENTS.md). MCP_ARGS replaces the arguments.
+MCP_ARGS ?= --api-url http://127.0.0.1:3000
+mcp-config: ## print an MCP client configuration that starts this checkout's `saga mcp` (no venv to activate)
+	@$(PYTHON) -c 'import json, sys; print(json.dumps({"mcpServers": {"loan-saga": {"command": sys.argv[1], "args": ["mcp", *sys.argv[2:]]}}}, indent=2))' \
+		"$(CURDIR)/$(BIN)/saga" $(MCP_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

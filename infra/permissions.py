@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 
-from shared.tables import CHANGES_INDEX
+from shared.tables import CHANGES_INDEX, CUSTOMER_INDEX
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,11 @@ class TableCalls:
 
 # A TransactWriteItems needs the action of each item it holds: loans-api's three are Puts (PutItem).
 LOANS_API = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"))
-ORCHESTRATOR = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:PutItem"))
+# listJourneys queries the keys-only customer index and reads the records it found whole (BatchGetItem).
+ORCHESTRATOR = TableCalls(
+    on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"),
+    on_indexes={CUSTOMER_INDEX: ("dynamodb:Query",)},
+)
 CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem"))
 # The relay marks what it published.
 RELAY = TableCalls(on_table=("dynamodb:UpdateItem",))

@@ -15,6 +15,9 @@ from saga import cli_servers as servers
 from saga.verify import command as verify_command
 from shared import topology
 
+# listJourneys' page (functions/orchestrator/api.py PAGE, MAX_PAGE; tests/unit/test_cli_exit_codes.py holds
+# them equal), spelled here: importing the API would cost every command its import.
+PAGE, MAX_PAGE = 5, 10
 # sysexits.h's EX_SOFTWARE: an internal error, whatever the command.
 EXIT_BUG = 70
 
@@ -53,6 +56,9 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from saga.version import version
+
+    parser.add_argument("--version", action="version", version=f"saga {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     servers.add_local(commands)
@@ -105,13 +111,7 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
     redrive.add_argument("--dry-run", action="store_true", help="list what would move, move nothing")
     redrive.add_argument("--max", type=int, default=100, help="move at most this many")
 
-    journey = commands.add_parser("journey", help="journey tools")
-    journey_commands = journey.add_subparsers(dest="journey_command", required=True)
-    show = journey_commands.add_parser(
-        "show", help="Control Record next to loans-api's truth, and the journey's events in order"
-    )
-    target_options(show)
-    show.add_argument("journey_id")
+    _journey_parser(commands, target_options)
 
     audit = commands.add_parser(
         "audit", help="list every journey whose Control Record disagrees with loans-api past a grace period"
@@ -143,13 +143,42 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
     _openapi_parser(commands, target_options)
 
     servers.add_proxy(commands)
+    completion = commands.add_parser(
+        "completion", help='print a shell completion script: eval "$(saga completion bash)" (CONTRIBUTING.md)'
+    )
+    completion.add_argument("shell", choices=["bash"])
     return parser
+
+
+def _journey_parser(commands: Any, target_options: Any) -> None:
+    journey = commands.add_parser("journey", help="journey tools")
+    journey_commands = journey.add_subparsers(dest="journey_command", required=True)
+    show = journey_commands.add_parser(
+        "show", help="Control Record next to loans-api's truth, and the journey's events in order"
+    )
+    target_options(show)
+    show.add_argument("journey_id")
+    listing = journey_commands.add_parser(
+        "list", help="a customer's journeys, newest first (those this caller created: the API's listJourneys)"
+    )
+    target_options(listing)
+    listing.add_argument("--customer", required=True, help="the customerId the journeys were created for")
+    listing.add_argument("--limit", type=int, default=PAGE, help=f"journeys per page, 1..{MAX_PAGE} (default {PAGE})")
+    listing.add_argument("--cursor", default=None, help="the page after the one that printed this cursor")
+    listing.add_argument(
+        "--caller",
+        default=None,
+        help="locally: the caller whose journeys to list (an ARN, as X-Saga-Caller; default: the local agent's); "
+        "on a stack, whoever signs is the caller",
+    )
 
 
 def _openapi_parser(commands: Any, target_options: Any) -> None:
     spec = commands.add_parser(
         "openapi",
-        help="print an API's OpenAPI document: as served (3.1), or exported for Amazon Bedrock Agents (3.0.0)",
+        help="print an API's OpenAPI document: as served (3.1), or exported for Amazon Bedrock Agents (3.0.0); "
+        "made from this checkout's code with nothing running, or read from the system --stack, --api-url or "
+        "--loans-api-url names",
     )
     spec.add_argument("--format", choices=["openapi", "bedrock"], default="openapi", dest="spec_format")
     spec.add_argument("--api", choices=["orchestrator", "loans-api"], default="orchestrator")
@@ -261,6 +290,13 @@ def _journey(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import journeys
     from shared.loan_terms import ID_PATTERN
 
+    if args.journey_command == "list":
+        if not 1 <= args.limit <= MAX_PAGE:
+            return _usage(args, f"--limit {args.limit}: a page holds 1..{MAX_PAGE} journeys")
+        page = journeys.journey_list(target, args.customer, args.limit, args.cursor, args.caller)
+        _emit(page, args.json, journeys.journey_list_text(args.customer, page))
+        return 0
+
     if not re.fullmatch(ID_PATTERN, args.journey_id):  # the APIs' own pattern: no journey has such an id
         return _usage(args, f"{args.journey_id!r} is not a journey id (letters, digits and dashes, 1..64)")
     result = journeys.journey_show(target, args.journey_id)
@@ -292,10 +328,17 @@ def _demo(args: argparse.Namespace, target: Any) -> int:
     return 0
 
 
-def _openapi(args: argparse.Namespace, target: Any) -> int:
-    from saga.ops import demo
+def _openapi(args: argparse.Namespace) -> int:
+    """The document from this checkout's code, nothing running; from a running system when one is named."""
+    if args.stack or args.api_url or args.loans_api_url:
+        from saga.ops import demo
 
-    text = json.dumps(demo.openapi_document(target, args.api, args.spec_format), indent=2) + "\n"
+        document = demo.openapi_document(_target(args), args.api, args.spec_format)
+    else:
+        from saga.ops.documents import served_document
+
+        document = served_document(args.api, args.spec_format)
+    text = json.dumps(document, indent=2) + "\n"
     if args.out:
         with open(args.out, "w") as out:
             out.write(text)
@@ -311,7 +354,6 @@ _OPERATIONS = {
     "journey": _journey,
     "audit": _audit,
     "demo": _demo,
-    "openapi": _openapi,
 }
 
 
@@ -335,12 +377,20 @@ def _cannot_read(args: argparse.Namespace, title: str, detail: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser("--json" in argv).parse_args(argv)
+    parser = _parser("--json" in argv)
+    args = parser.parse_args(argv)
+    if args.command == "completion":
+        from saga.completion import bash_script
+
+        sys.stdout.write(bash_script(parser))
+        return 0
     if args.command in servers.RUNNERS:
         return servers.RUNNERS[args.command](args)
     servers.quiet_function_logs()
     if args.command == "verify":
         return _guarded(args, lambda: verify_command.run_verify(args))
+    if args.command == "openapi":
+        return _guarded(args, lambda: _openapi(args))
     return _guarded(args, lambda: _OPERATIONS[args.command](args, _target(args)))
 
 

@@ -26,6 +26,7 @@ from shared.problems import problem_body
 
 EXCLUDED_OPERATIONS = ("health",)
 GET_OPERATION = "getJourney"
+LIST_OPERATION = "listJourneys"
 
 # What the document cannot say: how a call changes the world (MCP tool annotations, hints a client
 # uses to decide what needs a human's confirmation). Read-only is derived from GET for any operation.
@@ -39,6 +40,11 @@ ANNOTATIONS: dict[str, dict[str, Any]] = {
     "disburseLoan": {"destructive_hint": True, "idempotent_hint": True},
     "cancelJourney": {"destructive_hint": True, "idempotent_hint": True},
 }
+# What a tool's `record` holds when it is not one journey's Control Record.
+_MEANING = {
+    LIST_OPERATION: ("On success: a page of the customer's journeys (`journeys`, newest first; `nextCursor` when "
+                     "older ones follow).",),
+}  # fmt: skip
 CONFIRM = {"disburseLoan": "Irreversible: it moves money. Confirm with the user before calling it."}
 
 
@@ -68,9 +74,14 @@ class ToolOutcome:
         return content
 
 
-def result_schema(record: Mapping[str, Any] | None, problem_document: Mapping[str, Any]) -> dict[str, Any]:
+def result_schema(
+    record: Mapping[str, Any] | None,
+    problem_document: Mapping[str, Any],
+    meaning: str = "On success: the journey's Control Record.",
+) -> dict[str, Any]:
     """The output schema of a tool whose success answers `record` (a JSON schema; any object if None):
-    `ToolOutcome.structured`, a record on success and a problem on error, both with the guidance."""
+    `ToolOutcome.structured`, a record on success and a problem on error, both with the guidance.
+    `meaning` describes what `record` holds (listJourneys: a page of journeys)."""
     return {
         "type": "object",
         "properties": {
@@ -80,7 +91,7 @@ def result_schema(record: Mapping[str, Any] | None, problem_document: Mapping[st
             },
             "record": {
                 **(record or {"type": "object"}),
-                "description": "On success: the journey's Control Record.",
+                "description": meaning,
             },
             "problem": {**problem_document, "description": "On error: the RFC 9457 problem document."},
             "retryable": {
@@ -150,7 +161,7 @@ class JourneyTools:
             title=op.title,
             description=description,
             input_schema=op.input_schema,
-            output_schema=result_schema(op.output_schema, self._problem_schema),
+            output_schema=result_schema(op.output_schema, self._problem_schema, *_MEANING.get(op.operation_id, ())),
             annotations=types.ToolAnnotations(title=op.title, **{**_CLOSED_WORLD, **hints}),
         )
 
@@ -209,10 +220,12 @@ class JourneyTools:
         # What is passed on must be what the tool's output schema says (a client validates it): a 2xx that
         # is not the operation's record, or an error that is not a problem document, becomes a problem.
         if 200 <= reply.status < 300 and _conforms(body, op.output_schema):
-            journey_id = body.get("journeyId")
-            if isinstance(journey_id, str):
-                self.journeys[journey_id] = str(body.get("currentState"))
-            lines = [self._record_guidance(body)]
+            listed = body.get("journeys")
+            records = listed if isinstance(listed, list) else [body]
+            for record in records:
+                if isinstance(record, Mapping) and isinstance(record.get("journeyId"), str):
+                    self.journeys[record["journeyId"]] = str(record.get("currentState"))
+            lines = [self._list_guidance(body) if isinstance(listed, list) else self._record_guidance(body)]
             if reply.replayed:
                 lines.insert(0, "replayed: this call had already been made; nothing changed.")
             if key:
@@ -227,6 +240,19 @@ class JourneyTools:
         if not actions:
             return f"journey {record.get('journeyId')} is {state}; no action is legal now (the journey is final)."
         return f"journey {record.get('journeyId')} is {state}; next legal actions: {actions}."
+
+    def _list_guidance(self, page: Mapping[str, Any]) -> str:
+        """A page of listJourneys: each journey's state and next actions, newest first, and how to page on."""
+        records = [record for record in page.get("journeys") or [] if isinstance(record, Mapping)]
+        if not records:
+            said = "no journeys found for this customer (only journeys you created are listed)."
+        else:
+            said = f"{len(records)} journey(s), newest first: " + " | ".join(
+                self._record_guidance(record) for record in records
+            )
+        if page.get("nextCursor"):
+            said += f" Older journeys follow: call listJourneys again with cursor={page['nextCursor']!r}."
+        return said
 
     def _problem_guidance(self, document: Mapping[str, Any], key: str | None) -> str:
         said = f"error {document.get('status')} ({document.get('title')}): {document.get('detail')}"

@@ -18,7 +18,6 @@ requests onto it; `build` is the composition root.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 import sys
@@ -35,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from saga.journey_tools import JourneyTools, ToolOutcome, problem
 from saga.openapi_tools import KEY_ARGUMENT
 from saga.orchestrator_api import HttpOrchestratorApi, TransportRetry, wait_for_document
+from saga.version import version
 from shared.loans_client import HttpRequester, SigV4Signer
 
 logger = logging.getLogger("saga.mcp")
@@ -42,7 +42,6 @@ logger = logging.getLogger("saga.mcp")
 RESOURCE_TEMPLATE = "journey://{journeyId}"
 RESOURCE_SCHEME = "journey://"
 SERVER_NAME = "loan-saga"
-PACKAGE = "loan-saga"  # the distribution whose version the server reports
 
 INSTRUCTIONS = """Tools drive a loan journey on the loan-saga orchestrator: createJourney, then simulateLoan,
 acceptSimulation, disburseLoan (or cancelJourney). Every result is one object: `guidance` says which tools
@@ -50,14 +49,6 @@ are legal next and with which arguments, `record` is the journey's Control Recor
 the call used. Errors carry the API's problem document (`problem`) and `retryable`: when it is true, repeat
 the same call with the same `idempotencyKey`; on 409, pick one of the problem's `availableActions`.
 disburseLoan moves money and cannot be undone: confirm with the user first."""
-
-
-def version() -> str:
-    """This server's version: the installed package's."""
-    try:
-        return importlib.metadata.version(PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def _text(structured: dict[str, Any]) -> list[types.TextContent]:

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
+from pydantic.json_schema import SkipJsonSchema
 
 from shared.events import (
     AcceptanceSummary,
@@ -62,6 +63,10 @@ class ControlRecord(Message):
         description="The newest changes to this record: which event (seq), brought by which road (the reply of "
         "loans-api, the outbox, a catch-up read, an operator's repair or rebuild), when, and the version it made.",
     )
+    # Where the journey is listed (shared/tables.py CUSTOMER_INDEX): its creator's id and its customer's,
+    # set at creation and carried unchanged by every later write. Stored, never shown: no dump includes it
+    # and no schema declares it (the store writes it itself).
+    listing: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
 
     def loan_view(self) -> LoanSnapshot:
         """The record's loan fields in the shape of a snapshot, to compare with the truth."""
@@ -76,10 +81,11 @@ class ControlRecord(Message):
         )
 
 
-def new_control_record(journey_id: str, customer_id: str, now: datetime) -> ControlRecord:
+def new_control_record(journey_id: str, customer_id: str, now: datetime, listing: str | None = None) -> ControlRecord:
     return ControlRecord(
         journeyId=journey_id,
         customerId=customer_id,
+        listing=listing,
         currentState="created",
         version=0,
         createdAt=now,

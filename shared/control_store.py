@@ -11,6 +11,7 @@ from shared.batch_read import batch_get
 from shared.control_record import ControlRecord
 from shared.dynamo import error_code, from_item, to_item
 from shared.keys import CONTROL_SK, journey_pk
+from shared.tables import CUSTOMER_PARTITION_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -26,7 +27,10 @@ def _record(item: dict[str, Any]) -> ControlRecord:
 
 
 def control_item(record: ControlRecord) -> dict[str, Any]:
-    return to_item({"pk": journey_pk(record.journeyId), "sk": CONTROL_SK, **record.model_dump(mode="json")})
+    """The record's item: its fields and, when it has one, its `listing` (the customer index's key, which
+    no dump includes): every write of the record carries it unchanged, so the index is written once."""
+    listed = {} if record.listing is None else {CUSTOMER_PARTITION_ATTRIBUTE: record.listing}
+    return to_item({"pk": journey_pk(record.journeyId), "sk": CONTROL_SK, **record.model_dump(mode="json"), **listed})
 
 
 class DynamoControlRecordStore:

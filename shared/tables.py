@@ -61,7 +61,19 @@ LOANS_TABLE = TableSpec(
         IndexSpec(CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
     ),
 )
-JOURNEYS_TABLE = TableSpec(logical_id="JourneysTable", local_name="journeys")
+# The index of a customer's journeys, as the caller that created them lists them (GET /journeys): every
+# Control Record keyed by its `listing` (the creating caller's id and the customer's, set at creation and
+# never changed) and its UUIDv7 journeyId (sorts by creation time), keys only. Every later write of the
+# record carries the same key and no projected attribute, so the index is written once per journey, when
+# it is created (DynamoDB writes an index only when the item's index key or projection changes).
+CUSTOMER_INDEX = "customer-journeys"
+CUSTOMER_PARTITION_ATTRIBUTE = "listing"
+CUSTOMER_SORT_ATTRIBUTE = "journeyId"
+JOURNEYS_TABLE = TableSpec(
+    logical_id="JourneysTable",
+    local_name="journeys",
+    indexes=(IndexSpec(CUSTOMER_INDEX, CUSTOMER_PARTITION_ATTRIBUTE, CUSTOMER_SORT_ATTRIBUTE, projection="KEYS_ONLY"),),
+)
 
 EVENTS_DLQ = QueueSpec(logical_id="EventsDlq", local_name="loan-events-dlq", retention_days=14)
 EVENTS_QUEUE = QueueSpec(

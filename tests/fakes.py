@@ -126,6 +126,12 @@ class FakeJourneyStore:
         self.versions[record.journeyId].append(record.version)
         return True
 
+    def listed(self, listing: str, limit: int, after: str | None) -> tuple[list[ControlRecord], str | None]:
+        """As the customer index lists them: by journeyId, descending, after `after`."""
+        found = sorted((j for j, r in self.records.items() if r.listing == listing), reverse=True)
+        found = [j for j in found if after is None or j < after]
+        return [self.records[j] for j in found[:limit]], found[limit - 1] if len(found) > limit else None
+
     def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None:
         if receipt is not None and receipt.key in self.receipts:
             return self.receipts[receipt.key]

@@ -17,7 +17,7 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 # The orchestrator's operations an agent calls (its document also has `health`).
 AGENT_OPERATIONS = frozenset(
-    {"createJourney", "getJourney", "simulateLoan", "acceptSimulation", "disburseLoan", "cancelJourney"}
+    {"createJourney", "listJourneys", "getJourney", "simulateLoan", "acceptSimulation", "disburseLoan", "cancelJourney"}
 )
 
 

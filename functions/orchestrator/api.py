@@ -4,11 +4,15 @@ recover from each error."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import re
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.openapi.params import Header, Path
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 from pydantic import BaseModel, ValidationError, WithJsonSchema
 
 from functions.orchestrator import keys
@@ -18,10 +22,11 @@ from functions.orchestrator.models import (
     ControlRecordView,
     CreateJourneyRequest,
     DisburseRequest,
+    JourneyList,
     SimulateRequest,
 )
 from functions.orchestrator.service import AgentKey, JourneyService
-from functions.orchestrator.views import render_json
+from functions.orchestrator.views import render, render_json
 from shared import openapi
 from shared.errors import InvalidRequest
 from shared.idempotency import HEADER, MAX_KEY_LENGTH, fingerprint, read_key, require_key
@@ -54,6 +59,49 @@ OptionalKey = Annotated[
     ),
 ]
 
+# A page of listJourneys: at most MAX_PAGE records (each 1-2 KB rendered, with its trail and links), PAGE
+# by default: a full page stays well under the 25 KB a Bedrock action group's answer may hold.
+PAGE = 5
+MAX_PAGE = 10
+CustomerId = Annotated[
+    str,
+    Query(alias="customerId", min_length=1, max_length=128, description="The customerId you created the journeys for."),
+]
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"How many journeys at most in this page (1..{MAX_PAGE}).")]
+# A cursor is the journeyId the next page starts after, base64url-encoded: opaque to the agent, and a
+# forged one names at most a place in the caller's own list.
+_CURSOR_CHARACTERS = re.compile(r"^[A-Za-z0-9_-]{1,88}$")
+_ID = re.compile(ID_PATTERN)
+Cursor = Annotated[
+    str | None,
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 88}),
+    Query(
+        min_length=1,
+        max_length=88,
+        description="Omit for the newest journeys; for the next page, the `nextCursor` of the previous page.",
+    ),
+]
+
+
+def cursor_of(journey_id: str) -> str:
+    """The opaque cursor of the page that starts after `journey_id`."""
+    return base64.urlsafe_b64encode(journey_id.encode()).decode().rstrip("=")
+
+
+def journey_after(cursor: str) -> str:
+    """The journeyId a cursor starts after; InvalidRequest (422) when no page of this API gave it."""
+    try:
+        if _CURSOR_CHARACTERS.match(cursor) is None:
+            raise ValueError
+        journey_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if _ID.match(journey_id) is None:
+            raise ValueError
+    except (ValueError, binascii.Error):
+        found = [{"loc": ("query", "cursor"), "msg": "not a cursor this API gave: use a page's nextCursor as it is"}]
+        raise InvalidRequest("the cursor is not one this API gave", found) from None
+    return journey_id
+
+
 _Body = TypeVar("_Body", bound=BaseModel)
 # The bodies the service validates itself (after the state check), declared in the document by hand.
 DEFERRED_BODIES: dict[str, tuple[type[BaseModel], bool]] = {
@@ -62,6 +110,7 @@ DEFERRED_BODIES: dict[str, tuple[type[BaseModel], bool]] = {
     "cancelJourney": (CancelRequest, False),
 }
 _RECORD = openapi.success("The journey's Control Record.", ControlRecordView)
+_READ_ERRORS = openapi.problem_responses()
 _COMMAND_ERRORS = openapi.problem_responses(400, 404, 409, 413, 415, 422, 502, 503)
 
 DESCRIPTION = """Drive a loan journey for a customer: create a journey, simulate (price) a loan, accept the
@@ -80,6 +129,11 @@ and, on 409, pick one of the `availableActions` it carries."""
 def create_app(service: JourneyService) -> APIGatewayRestResolver:
     app = new_resolver()
 
+    def caller() -> str:
+        """Who is calling: the IAM principal API Gateway reports (keys.principal)."""
+        identity = app.current_event.request_context.identity
+        return keys.principal(identity.user_arn, identity.caller)
+
     def agent_key(key: str | None, operation: str, body: BaseModel, journey_id: str = "") -> AgentKey | None:
         """The agent's key, scoped by its caller, the operation and the journey (never by the raw path:
         `/x` and `/x/` are one route), fingerprinted over the VALIDATED request: `10000`, `10000.0` and
@@ -87,10 +141,8 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         key = read_key(key)
         if key is None:
             return None
-        identity = app.current_event.request_context.identity
-        caller = keys.principal(identity.user_arn, identity.caller)
         return AgentKey(
-            scope=keys.agent_scope(caller, operation, journey_id, key),
+            scope=keys.agent_scope(caller(), operation, journey_id, key),
             request_hash=fingerprint(operation, journey_id, body.model_dump()),
         )
 
@@ -106,7 +158,28 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         tags=["journeys"],
     )
     def create_journey(body: CreateJourneyRequest, idempotency_key: RequiredKey) -> Response[str]:
-        return respond(service.create(body.customerId, agent_key(require_key(idempotency_key), "createJourney", body)))
+        key = agent_key(require_key(idempotency_key), "createJourney", body)
+        return respond(service.create(body.customerId, key, caller()))
+
+    @app.get(
+        "/journeys",
+        operation_id="listJourneys",
+        summary="Find a customer's journeys",
+        description="The journeys you created for `customerId`, newest first, each as getJourney answers it: call it "
+        "when you do not have the journeyId (a conversation that restarted, a customer who came back), then follow "
+        "the `availableActions` of the journey you mean. Only journeys created by the same caller are listed. A "
+        "journey created a moment ago may take a second to appear. When `nextCursor` is present, older journeys "
+        "follow: repeat the call with `cursor` set to it.",
+        responses={200: openapi.success("A page of the customer's journeys.", JourneyList), **_READ_ERRORS},
+        tags=["journeys"],
+    )
+    def list_journeys(customer_id: CustomerId, limit: Limit = PAGE, cursor: Cursor = None) -> Response[str]:
+        after = None if cursor is None else journey_after(cursor)
+        page = service.journeys_of(caller(), customer_id, limit, after)
+        body: dict[str, object] = {"journeys": [render(record) for record in page.records]}
+        if page.next_after is not None:
+            body["nextCursor"] = cursor_of(page.next_after)
+        return Response(status_code=200, content_type="application/json", body=json.dumps(body, separators=(",", ":")))
 
     @app.get(
         "/journeys/<journeyId>",

@@ -24,20 +24,32 @@ from uuid6 import uuid7
 _ASSUMED_ROLE = re.compile(r"^(arn:[^:]+:sts::\d+:assumed-role/[^/]+)/.*$")
 
 
+ANONYMOUS = "anonymous"
+
+
 def principal(user_arn: str | None, caller: str | None) -> str:
     """The caller an agent key belongs to: API Gateway's (IAM-authenticated) `userArn`, an assumed
     role's ARN without its session, or its `caller` id; "anonymous" when neither is known."""
     if user_arn:
         return _ASSUMED_ROLE.sub(r"\1", user_arn)
-    return caller or "anonymous"
+    return caller or ANONYMOUS
+
+
+def _caller_id(caller: str) -> str:
+    """The caller, hashed: bounded, and no ARN in a key."""
+    return hashlib.sha256(caller.encode()).hexdigest()[:32]
 
 
 def agent_scope(caller: str, operation: str, journey_id: str, key: str) -> str:
-    """Where an agent's Idempotency-Key lives: its caller (hashed: bounded, and no ARN in a receipt's
-    key), the operation and the journey (never the raw path: `/x` and `/x/` are one route) and the
-    key. Never shown to anyone."""
-    caller_id = hashlib.sha256(caller.encode()).hexdigest()[:32]
-    return f"{caller_id} {operation} {journey_id} {key}"
+    """Where an agent's Idempotency-Key lives: its caller, the operation and the journey (never the raw
+    path: `/x` and `/x/` are one route) and the key. Never shown to anyone."""
+    return f"{_caller_id(caller)} {operation} {journey_id} {key}"
+
+
+def listing(caller: str, customer_id: str) -> str:
+    """Where a journey is listed (shared/tables.py CUSTOMER_INDEX): the caller that created it and its
+    customer, so a caller lists only the journeys it created. Never shown to anyone."""
+    return f"{_caller_id(caller)} {customer_id}"
 
 
 def new_nonce() -> str:

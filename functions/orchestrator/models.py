@@ -45,3 +45,16 @@ class ControlRecordView(ControlRecord):
     follow only those links. `version` grows by one with every change."""
 
     availableActions: list[ActionView]
+
+
+class JourneyList(Message):
+    """A customer's journeys that you created, newest first."""
+
+    journeys: list[ControlRecordView] = Field(
+        description="The journeys, newest first, each as getJourney answers it (follow its availableActions)."
+    )
+    nextCursor: str | None = Field(
+        default=None,
+        description="Present when older journeys follow: call listJourneys again with the same customerId and "
+        "`cursor` set to this value. Absent: this is the last page.",
+    )

@@ -57,6 +57,8 @@ class JourneyStore(Protocol):
 
     def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None: ...
 
+    def listed(self, listing: str, limit: int, after: str | None) -> tuple[list[ControlRecord], str | None]: ...
+
 
 @dataclass(frozen=True)
 class AgentKey:
@@ -64,6 +66,15 @@ class AgentKey:
 
     scope: str
     request_hash: str
+
+
+@dataclass(frozen=True)
+class JourneyPage:
+    """One page of a customer's journeys, newest first, and the journeyId the next page starts after
+    (None: this is the last page)."""
+
+    records: list[ControlRecord]
+    next_after: str | None
 
 
 # What an accept or a disburse names (the simulationId, the acceptanceId), read when the service asks
@@ -128,11 +139,17 @@ class JourneyService:
             raise JourneyNotFound(journey_id)
         return record
 
+    def journeys_of(self, caller: str, customer_id: str, limit: int, after: str | None) -> JourneyPage:
+        """The journeys `caller` created for `customer_id`, newest first: up to `limit` from the journey
+        after `after` (a journeyId from the previous page; None: the newest)."""
+        return JourneyPage(*self._store.listed(keys.listing(caller, customer_id), limit, after))
+
     # -- commands -----------------------------------------------------------------------------
 
-    def create(self, customer_id: str, agent_key: AgentKey | None) -> Answer:
+    def create(self, customer_id: str, agent_key: AgentKey | None, caller: str = keys.ANONYMOUS) -> Answer:
+        """A new journey for `customer_id`, listed for `caller` (journeys_of)."""
         now = self._clock()
-        record = new_control_record(self._new_journey_id(), customer_id, now)
+        record = new_control_record(self._new_journey_id(), customer_id, now, keys.listing(caller, customer_id))
         body = render_json(record)
         receipt = None if agent_key is None else Receipt(agent_key.scope, agent_key.request_hash, 201, body)
         existing = self._store.create(record, receipt, int(now.timestamp()) + self._receipt_ttl)

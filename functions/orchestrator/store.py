@@ -1,5 +1,5 @@
-"""The orchestrator's own table: Control Records (via the shared CAS adapter) and the receipts of
-agent-supplied Idempotency-Keys."""
+"""The orchestrator's own table: Control Records (via the shared CAS adapter), the receipts of
+agent-supplied Idempotency-Keys, and the keys-only index of a customer's journeys."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from shared.control_store import DynamoControlRecordStore, control_item
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.errors import StoreContention
 from shared.idempotency import Receipt
-from shared.keys import receipt_key
+from shared.keys import CONTROL_SK, journey_pk, receipt_key
+from shared.tables import CUSTOMER_INDEX, CUSTOMER_PARTITION_ATTRIBUTE, CUSTOMER_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
@@ -69,6 +70,33 @@ class DynamoJourneyStore(DynamoControlRecordStore):
             if "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes:
                 raise StoreContention("another transaction held the journey's items; retrying is safe") from error
             raise
+
+    def listed(self, listing: str, limit: int, after: str | None) -> tuple[list[ControlRecord], str | None]:
+        """Up to `limit` records listed under `listing`, newest first, from the journey after `after` (a
+        journeyId; None: the newest); and the journeyId the next page starts after (None: no more). One
+        Query of the keys-only index (eventually consistent: a journey created a moment ago may be missing)
+        and one strongly consistent batch read."""
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": CUSTOMER_INDEX,
+            "KeyConditionExpression": "#listing = :listing",
+            "ExpressionAttributeNames": {"#listing": CUSTOMER_PARTITION_ATTRIBUTE},
+            "ExpressionAttributeValues": to_item({":listing": listing}),
+            "ScanIndexForward": False,
+            "Limit": limit + 1,  # one more than asked: whether a next page exists, without a page that is empty
+        }
+        if after is not None:
+            query["ExclusiveStartKey"] = to_item(
+                {
+                    "pk": journey_pk(after),
+                    "sk": CONTROL_SK,
+                    CUSTOMER_PARTITION_ATTRIBUTE: listing,
+                    CUSTOMER_SORT_ATTRIBUTE: after,
+                }
+            )
+        found = [from_item(item)[CUSTOMER_SORT_ATTRIBUTE] for item in self._client.query(**query).get("Items", [])]
+        records = self.get_many(found[:limit])
+        return [records[j] for j in found[:limit] if j in records], found[limit - 1] if len(found) > limit else None
 
     def get_receipt(self, key: str) -> Receipt | None:
         response = self._client.get_item(TableName=self._table, Key=to_item(receipt_key(key)), ConsistentRead=True)

@@ -50,8 +50,10 @@ class InProcessHttp:
         self, method: str, url: str, body: bytes | None = None, headers: Mapping[str, str] | None = None, **_: Any
     ) -> FakeHttpResponse:
 
-        path = urlsplit(url).path
+        parts = urlsplit(url)
+        path = parts.path
         self.calls.append((method, path))
+        target = f"{path}?{parts.query}" if parts.query else path  # what is served: the query too
         fault = self.faults.pop(0) if self.faults else self.persistent_fault
         if callable(fault):
             fault()
@@ -60,9 +62,9 @@ class InProcessHttp:
             return FakeHttpResponse(503, b'{"title":"unavailable"}', {})
         if fault in ("timeout", "hold"):
             if fault == "hold":
-                self.held.append(HeldRequest(method, path, dict(headers or {}), body))
+                self.held.append(HeldRequest(method, target, dict(headers or {}), body))
             raise urllib3.exceptions.ReadTimeoutError(None, url, "read timed out")  # type: ignore[arg-type]
-        result = self._serve(HeldRequest(method, path, dict(headers or {}), body))
+        result = self._serve(HeldRequest(method, target, dict(headers or {}), body))
         if fault == "lose":
             raise urllib3.exceptions.ProtocolError("Connection aborted: response lost after commit")
         return FakeHttpResponse(result.status, result.body, result.headers)

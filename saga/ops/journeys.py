@@ -1,16 +1,17 @@
 """A journey's Control Record against loans-api's truth: one journey and its history (`saga journey
-show`), or every journey whose record disagrees (`saga audit`)."""
+show`), a customer's journeys (`saga journey list`), or every journey whose record disagrees (`saga audit`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from functions.auditor import bootstrap as auditor_bootstrap
 from functions.auditor.audit import JourneyView, differences
 from functions.auditor.settings import AuditorSettings
+from saga.local.apigw import CALLER_HEADER
 from saga.ops.target import Http, Target, Unreachable
 from shared import event_ids
 from shared.clock import utc_now
@@ -46,6 +47,32 @@ def journey_show(target: Target, journey_id: str) -> dict[str, Any]:
         **verdict,
         "history": journey_history(target, journey_id, record),
     }
+
+
+def journey_list(target: Target, customer_id: str, limit: int, cursor: str | None, caller: str | None) -> Any:
+    """A page of the journeys created for `customer_id` by the caller (the orchestrator's listJourneys:
+    newest first; `nextCursor` when older ones follow). Locally `caller` names the caller (the
+    X-Saga-Caller header); on a stack the caller is whoever signs."""
+    query = {"customerId": customer_id, "limit": str(limit), **({"cursor": cursor} if cursor else {})}
+    headers = {CALLER_HEADER: caller} if caller else None
+    status, page = Http(target).call("GET", f"{target.api_url}/journeys?{urlencode(query)}", headers=headers)
+    if status != 200:
+        raise Unreachable(f"the orchestrator answered {status} for the journeys of {customer_id!r}: {str(page)[:300]}")
+    return page
+
+
+def journey_list_text(customer_id: str, page: dict[str, Any]) -> str:
+    """`saga journey list` for a human: one line per journey, newest first."""
+    journeys = page["journeys"]
+    if not journeys:
+        return f"no journeys for customer {customer_id} (created by this caller)"
+    lines = [f"{'journey':<36}  {'state':<10}  {'created':<27}  next"]
+    for record in journeys:
+        actions = ", ".join(action["name"] for action in record["availableActions"]) or "-"
+        lines.append(f"{record['journeyId']:<36}  {record['currentState']:<10}  {record['createdAt']:<27}  {actions}")
+    if page.get("nextCursor"):
+        lines.append(f"older journeys follow: --cursor {page['nextCursor']}")
+    return "\n".join(lines)
 
 
 def journey_history(target: Target, journey_id: str, record: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -442,3 +442,33 @@ def test_a_relay_failure_fails_the_check_until_the_sweeper_republishes_then_is_c
         assert (after.code, after.json()["queues"]["relayFailures"]) == (0, {"visible": 0, "open": 0, "resolved": 0})
     finally:
         faults.clear()
+
+
+def test_saga_journey_list_pages_a_customers_journeys_newest_first_for_the_caller_that_created_them(road2_off):
+    # Given two journeys the local agent created for a customer, and one another caller created
+    customer = f"c-list-{uuid.uuid4()}"
+    created = [
+        http("POST", f"{road2_off.api_url}/journeys", {"customerId": customer}, key=f"list-{n}-{customer}")[1]
+        for n in range(2)
+    ]
+    other = urllib3.request(
+        "POST", f"{road2_off.api_url}/journeys", json={"customerId": customer},
+        headers={"Idempotency-Key": f"other-{customer}", "X-Saga-Caller": "arn:aws:iam::000000000000:user/other"},
+    )  # fmt: skip
+    assert other.status == 201, other.data
+    # When the operator lists them one page at a time
+    first = road2_off.saga("journey", "list", "--customer", customer, "--limit", "1", "--json")
+    assert first.code == 0, first.stderr
+    cursor = first.json()["nextCursor"]
+    second = road2_off.saga("journey", "list", "--customer", customer, "--limit", "1", "--cursor", cursor, "--json")
+    # Then the local agent's journeys come newest first, the other caller's not at all
+    listed = [r["journeyId"] for page in (first, second) for r in page.json()["journeys"]]
+    assert listed == [created[1]["journeyId"], created[0]["journeyId"]], listed
+    assert "nextCursor" not in second.json(), second.json()
+    # And --caller lists the other caller's; a human reads one line per journey; a page too large is a usage error
+    other_caller = "arn:aws:iam::000000000000:user/other"
+    theirs = road2_off.saga("journey", "list", "--customer", customer, "--caller", other_caller)
+    assert theirs.code == 0, theirs.stderr
+    assert json.loads(other.data)["journeyId"] in theirs.stdout, theirs.stdout
+    assert theirs.stdout.splitlines()[0].split() == ["journey", "state", "created", "next"], theirs.stdout
+    assert road2_off.saga("journey", "list", "--customer", customer, "--limit", "11").code == 2

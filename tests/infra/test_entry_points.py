@@ -29,7 +29,7 @@ from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import provision
 from shared import aws
 from shared.settings import BaseSettings
-from shared.tables import CHANGES_INDEX, JOURNEYS_TABLE, LOANS_TABLE
+from shared.tables import CHANGES_INDEX, CUSTOMER_INDEX, JOURNEYS_TABLE, LOANS_TABLE
 from tests.infra.deployment import REGION, SETTINGS, Container, Deployment, api_call, named, scheduled_event
 from tests.infra.lambda_container import STAGE_PATH
 
@@ -97,6 +97,7 @@ def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
             body = terms if command == "simulate" else naming(record, command)
             record = agent("POST", f"/journeys/{walked}/{command}", body)
         agent("GET", f"/journeys/{walked}")
+        assert [j["journeyId"] for j in agent("GET", "/journeys?customerId=c-1")["journeys"]] == [walked]
         cancelled = agent("POST", "/journeys", {"customerId": "c-2"}, key=str(uuid.uuid4()))["journeyId"]
         quote = naming(agent("POST", f"/journeys/{cancelled}/simulate", terms), "accept")
         agent("POST", f"/journeys/{cancelled}/accept", quote)
@@ -269,6 +270,12 @@ def test_only_the_sweeper_and_the_auditor_read_the_changes_index(deployed):
     readers = {name for name in SETTINGS if any(target.endswith(f"/index/{CHANGES_INDEX}")
                                                  for _, target in granted(deployed.template, name))}  # fmt: skip
     assert readers == {"Sweeper", "Auditor"}
+
+
+def test_only_the_orchestrator_reads_the_customer_index(deployed):
+    readers = {name for name in SETTINGS if any(target.endswith(f"/index/{CUSTOMER_INDEX}")
+                                                 for _, target in granted(deployed.template, name))}  # fmt: skip
+    assert readers == {"Orchestrator"}
 
 
 def emitted(container: Container) -> set[tuple[str, str]]:

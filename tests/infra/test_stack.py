@@ -56,6 +56,16 @@ def test_the_loans_table_streams_new_images_and_has_one_index_the_changes_index_
     assert changes["Projection"] == {"ProjectionType": "KEYS_ONLY"}
 
 
+def test_the_journeys_table_has_one_index_a_customers_journeys_keys_only(resources):
+    journeys = by_logical_prefix(resources, "AWS::DynamoDB::Table", "DataJourneysTable")
+    (index,) = journeys["GlobalSecondaryIndexes"]
+    # Keyed by the creator and customer (`listing`) and the time-ordered journeyId; keys only, so the record's
+    # later writes, which carry the same key and no projected attribute, write no index item (one per journey)
+    assert index["IndexName"] == tables.CUSTOMER_INDEX
+    assert [k["AttributeName"] for k in index["KeySchema"]] == ["listing", "journeyId"]
+    assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+
+
 @pytest.mark.parametrize("spec", [LOANS_TABLE, JOURNEYS_TABLE], ids=lambda s: s.logical_id)
 def test_local_and_cdk_table_definitions_agree(resources, spec):
     cfn = by_logical_prefix(resources, "AWS::DynamoDB::Table", f"Data{spec.logical_id}")

@@ -102,6 +102,7 @@ def test_the_bedrock_export_is_within_bedrocks_openapi_30_subset(orchestrator):
     # Every operation is a tool with an id and a description; health is not a tool; no enum on parameters
     assert {op["operationId"] for _, _, op in ops} == {
         "createJourney",
+        "listJourneys",
         "getJourney",
         "simulateLoan",
         "acceptSimulation",

@@ -146,3 +146,29 @@ def test_an_event_that_names_no_operation_is_a_400_problem_in_bedrocks_format(ex
     assert answer["response"]["httpStatusCode"] == 400
     problem = json.loads(answer["response"]["responseBody"]["application/json"]["body"])
     assert (problem["status"], problem["retryable"]) == (400, False)
+
+
+def test_a_bedrock_agent_finds_the_journeys_it_created_for_a_customer_in_a_later_session(executor, api_paths):
+    # Given two journeys the agent created for a customer, in one session
+    agent = Agent(executor, api_paths)
+    created = []
+    for words in ("a loan please", "another loan please"):
+        path, method = api_paths["createJourney"]
+        event = action_event(path, method, body={"customerId": "c-back"}, input_text=words)
+        status, record, _ = agent.invoke(event)
+        assert status == 201, record
+        created.append(record["journeyId"])
+    # When the customer comes back in another session, and the agent lists its journeys a page at a time
+    found = []
+    parameters: dict[str, Any] = {"customerId": "c-back", "limit": 1}
+    while True:
+        path, method = api_paths["listJourneys"]
+        event = action_event(path, method, parameters, session_id="111122223333-session-2")
+        status, page, _ = agent.invoke(event)
+        assert status == 200, page
+        found += [record["journeyId"] for record in page["journeys"]]
+        if "nextCursor" not in page:
+            break
+        parameters["cursor"] = page["nextCursor"]
+    # Then it finds both, newest first, with their links
+    assert found == created[::-1], f"listed {found}, created {created}"

@@ -15,7 +15,7 @@ import urllib3
 from mcp import Client
 
 from saga.journey_tools import JourneyTools
-from saga.mcp_server import PACKAGE, create_server
+from saga.mcp_server import create_server
 from saga.openapi_tools import KEY_ARGUMENT
 from saga.orchestrator_api import (
     ApiReply,
@@ -26,6 +26,7 @@ from saga.orchestrator_api import (
     fetch_document,
     wait_for_document,
 )
+from saga.version import PACKAGE
 from tests.fakes import FakeOrchestratorApi, InProcessOrchestrator
 from tests.support import AGENT_OPERATIONS
 
@@ -393,3 +394,38 @@ def test_an_answer_that_is_not_the_document_is_not_waited_for():
     with pytest.raises(UnreadableDocument, match="answered 200"):
         wait_for_document(api, TransportRetry(), 60, clock.sleep, lambda: clock.now, lambda _: None)
     assert clock.now == 0
+
+
+def test_list_journeys_finds_the_customers_journeys_and_says_each_ones_next_tools_and_how_to_page_on():
+    # Given two journeys for a customer, one of them quoted
+    tools = tools_over(InProcessOrchestrator())
+    first, second = create(tools), create(tools)
+    assert not tools.call("simulateLoan", {journey_argument(tools): second, **TERMS}).is_error
+    # When the model lists them one at a time, as a fresh conversation would (no journeyId known)
+    tools.journeys.clear()
+    page = tools.call("listJourneys", {"customerId": "c-1", "limit": 1})
+    # Then the newest comes first, its guidance names its next tools, and says how to get the next page
+    assert not page.is_error, page.guidance
+    assert [r["journeyId"] for r in page.structured()["record"]["journeys"]] == [second]
+    cursor = page.document["nextCursor"]
+    assert f"journey {second} is simulated; next legal actions: " in page.guidance, page.guidance
+    assert f"cursor={cursor!r}" in page.guidance, page.guidance
+    following = tools.call("listJourneys", {"customerId": "c-1", "limit": 1, "cursor": cursor})
+    assert [r["journeyId"] for r in following.document["journeys"]] == [first]
+    assert "Older journeys follow" not in following.guidance, following.guidance
+    # And both are known as resources again
+    assert set(tools.journeys) == {first, second}
+    # And the tool's output schema says what its result holds, and the result conforms to it
+    (tool,) = [t for t in tools.tools() if t.name == "listJourneys"]
+    assert tool.output_schema is not None
+    assert "page of the customer's journeys" in tool.output_schema["properties"]["record"]["description"]
+    jsonschema.validate(following.structured(), tool.output_schema)
+
+
+def test_list_journeys_with_a_bad_cursor_is_a_problem_the_model_can_act_on():
+    tools = tools_over(InProcessOrchestrator())
+    create(tools)
+    outcome = tools.call("listJourneys", {"customerId": "c-1", "cursor": "%%%"})
+    assert (outcome.is_error, outcome.status) == (True, 422), outcome.structured()
+    assert outcome.structured()["retryable"] is False
+    assert "cursor" in outcome.guidance, outcome.guidance
