@@ -79,12 +79,15 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
     )
     outbox_alarm = float(topology.OUTBOX_AGE_ALARM_SECONDS)
     status.add_argument(
-        "--max-outbox-age", type=float, default=outbox_alarm, help=f"seconds (default {outbox_alarm:.0f}, as the alarm)"
+        "--max-outbox-age",
+        type=servers.seconds,
+        default=outbox_alarm,
+        help=f"seconds (default {outbox_alarm:.0f}, as the alarm)",
     )
     queue_alarm = float(topology.EVENTS_QUEUE_AGE_ALARM_SECONDS)
     status.add_argument(
         "--max-queue-age",
-        type=float,
+        type=servers.seconds,
         default=queue_alarm,
         help=f"seconds a message may wait in the events queue (default {queue_alarm:.0f}, as EventsQueueTooOld)",
     )
@@ -103,7 +106,7 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
     redrive = dlq_commands.add_parser("redrive", help="move DLQ messages back to the events queue")
     target_options(redrive)
     redrive.add_argument("--dry-run", action="store_true", help="list what would move, move nothing")
-    redrive.add_argument("--max", type=int, default=100, help="move at most this many")
+    redrive.add_argument("--max", type=servers.count, default=100, help="move at most this many")
 
     journey = commands.add_parser("journey", help="journey tools")
     journey_commands = journey.add_subparsers(dest="journey_command", required=True)
@@ -117,9 +120,14 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
         "audit", help="list every journey whose Control Record disagrees with loans-api past a grace period"
     )
     target_options(audit)
-    audit.add_argument("--grace", type=float, default=60.0, help="seconds a disagreement may last (default 60)")
     audit.add_argument(
-        "--since", type=float, default=None, help="only journeys changed in the last SECONDS (default: all)"
+        "--grace", type=servers.seconds, default=60.0, help="seconds a disagreement may last (default 60)"
+    )
+    audit.add_argument(
+        "--since",
+        type=servers.positive_seconds,
+        default=None,
+        help="only journeys changed in the last SECONDS (default: all)",
     )
     audit.add_argument("--journey", action="append", default=[], help="only this journey (repeatable)")
     audit.add_argument(
@@ -319,10 +327,14 @@ def _where_to_start(args: argparse.Namespace) -> str:
     """What to check or start when the system cannot be reached."""
     if getattr(args, "stack", None):
         return f"check the stack's name (--stack {args.stack}), --region and your AWS credentials"
-    return (
+    from saga import local_state
+
+    start = (
         "is it running? start it with `make run` (or `saga local`) in this folder, or point "
         "--endpoint-url/--api-url/--loans-api-url (or --stack) at a running system"
     )
+    left_behind = local_state.stale()
+    return start if left_behind is None else f"{left_behind}; the default local ports were tried instead. {start}"
 
 
 def _cannot_read(args: argparse.Namespace, title: str, detail: str) -> int:

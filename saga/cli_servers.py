@@ -25,10 +25,46 @@ FAKE_AWS = {
 
 def _seconds(text: str) -> float:
     """A wait in seconds: a finite number, 0 or more (`nan` would never end a wait)."""
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
     return value
+
+
+def positive_seconds(text: str) -> float:
+    """A span in seconds that holds something: a finite number above 0."""
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def count(text: str) -> int:
+    """How many at most: a whole number, 1 or more (0 would do nothing and say it did)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0 to 65535)")
+    return value
+
+
+seconds = _seconds
 
 
 def use_fake_aws_credentials() -> None:
@@ -54,9 +90,9 @@ def add_local(commands: Any) -> None:
     """`saga local` and its flags."""
     local = commands.add_parser("local", help="run the whole system on this machine (Ctrl-C stops it)")
     local.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback by default)")
-    local.add_argument("--port", type=int, default=3000, help="orchestrator API port")
-    local.add_argument("--loans-port", type=int, default=3001, help="loans-api port")
-    local.add_argument("--aws-port", type=int, default=4566, help="local AWS endpoint (moto) port")
+    local.add_argument("--port", type=port, default=3000, help="orchestrator API port")
+    local.add_argument("--loans-port", type=port, default=3001, help="loans-api port")
+    local.add_argument("--aws-port", type=port, default=4566, help="local AWS endpoint (moto) port")
     local.add_argument(
         "--loans-api-url",
         default=None,
@@ -64,7 +100,10 @@ def add_local(commands: Any) -> None:
         "point it at a fault proxy to cut road 1)",
     )
     local.add_argument(
-        "--sweep-threshold", type=float, default=60.0, help="republish outbox events pending longer than this (seconds)"
+        "--sweep-threshold",
+        type=_seconds,
+        default=60.0,
+        help="republish outbox events pending longer than this (seconds)",
     )
     local.add_argument("--log-level", default="WARNING", help="functions' log level (DEBUG, INFO, WARNING)")
     local.add_argument(
@@ -109,7 +148,7 @@ def add_mcp(commands: Any) -> None:
     )
     mcp.add_argument("--region", default=default_region())
     mcp.add_argument(
-        "--http", type=int, default=None, metavar="PORT", help="streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
+        "--http", type=port, default=None, metavar="PORT", help="streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
     )
     mcp.add_argument(
         "--wait",
@@ -124,7 +163,7 @@ def add_proxy(commands: Any) -> None:
     """`saga proxy` and its flags."""
     proxy = commands.add_parser("proxy", help="a fault-injecting TCP proxy with Toxiproxy's control API")
     proxy.add_argument("--host", default="127.0.0.1")
-    proxy.add_argument("--control-port", type=int, default=8474, help="Toxiproxy-compatible HTTP API port")
+    proxy.add_argument("--control-port", type=port, default=8474, help="Toxiproxy-compatible HTTP API port")
 
 
 def run_local(args: argparse.Namespace) -> int:

@@ -38,6 +38,22 @@ def read(where: Path | None = None) -> dict[str, Any]:
     return values
 
 
+def stale(where: Path | None = None) -> str | None:
+    """What a state file left by a `saga local` that no longer runs says (a `kill -9` leaves it behind), in
+    words for an error; None when there is no such file (none, or its writer still runs)."""
+    target = where or path()
+    try:
+        values = json.loads(target.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(values, dict) or _alive(values.get("pid")):
+        return None
+    return (
+        f"{target} is stale: the saga local that wrote it (pid {values.get('pid')}) no longer runs (killed?), so "
+        "its URLs were not used; start `saga local` again (it replaces the file), or delete the file"
+    )
+
+
 def remove(where: Path | None = None) -> None:
     """Remove the file if this process wrote it (another `saga local` may have replaced it since)."""
     target = where or path()
