@@ -181,6 +181,18 @@ def _target(args: argparse.Namespace) -> Any:
     return target.local_target(endpoint, args.region, api_url.rstrip("/"), loans_api_url.rstrip("/"))
 
 
+def _local_pollers(args: argparse.Namespace) -> dict[str, bool] | None:
+    """Which pollers the running `saga local` runs, when the command reads that runtime (its state file's AWS
+    endpoint); None for a deployed stack or another endpoint (what runs there is not recorded here)."""
+    from saga import local_state
+
+    recorded = local_state.read()
+    if args.stack or not recorded:
+        return None
+    endpoint = args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or recorded.get("aws")
+    return local_state.pollers(recorded) if endpoint == recorded.get("aws") else None
+
+
 def _emit(value: Any, as_json: bool, human: str) -> None:
     """One JSON document on stdout for scripts, or the text for humans."""
     print(json.dumps(value, indent=2, default=str) if as_json else human)
@@ -195,6 +207,8 @@ def _status(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import road2
 
     report = road2.status(target)
+    if (pollers := _local_pollers(args)) is not None:
+        report["pollers"] = pollers
     if args.check:
         report["problems"] = road2.status_problems(report, args.max_outbox_age, args.max_queue_age)
     _emit(report, args.json, road2.status_table(report))

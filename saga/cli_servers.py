@@ -214,7 +214,7 @@ def run_local(args: argparse.Namespace) -> int:
     try:
         runtime.start()
         urls = runtime.urls
-        local_state.write(urls, state_file)
+        local_state.write(urls, state_file, runtime.pollers)
         print(f"orchestrator API  {urls['orchestrator']}   (try: curl {urls['orchestrator']}/openapi.json)")
         print(f"loans-api         {urls['loans-api']}")
         print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
@@ -222,8 +222,7 @@ def run_local(args: argparse.Namespace) -> int:
             print(f"orchestrator -> loans-api via {args.loans_api_url}")
         if faults:
             print(f"AWS faults        {len(faults)} rule(s); {urls['aws']}/_saga/faults lists what was injected")
-        running = [name for name in ("relay", "consumer", "sweeper") if name not in args.disable]
-        print(f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(args.disable) or 'nothing'}")
+        print(_polling(runtime.pollers))
         print(f"where it listens: {state_file} (the other saga commands read it)")
         print(f"ready in {time.monotonic() - started:.1f}s; Ctrl-C stops", flush=True)
         _wait_for(stop)
@@ -235,6 +234,13 @@ def run_local(args: argparse.Namespace) -> int:
         runtime.stop()
     print("stopped", flush=True)
     return 0
+
+
+def _polling(pollers: dict[str, bool]) -> str:
+    """Which pollers run and which are off, as `saga local` says once ready."""
+    running = [name for name, on in pollers.items() if on]
+    off = [name for name, on in pollers.items() if not on]
+    return f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(off) or 'nothing'}"
 
 
 def _same_ports(ports: dict[str, int]) -> str | None:

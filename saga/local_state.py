@@ -17,12 +17,16 @@ def path() -> Path:
     return Path(os.environ.get(ENVIRONMENT_VARIABLE) or DEFAULT_PATH)
 
 
-def write(urls: dict[str, str], where: Path | None = None) -> Path:
-    """Record `urls` (orchestrator, loans-api, aws) with this process's id; returns the file."""
+def write(urls: dict[str, str], where: Path | None = None, pollers: dict[str, bool] | None = None) -> Path:
+    """Record `urls` (orchestrator, loans-api, aws) with this process's id, and which of its pollers run
+    (`pollers`: relay, consumer, sweeper -> True while it runs); returns the file."""
     target = where or path()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".tmp")
-    partial.write_text(json.dumps({"pid": os.getpid(), **urls}, indent=2) + "\n")
+    recorded: dict[str, Any] = {"pid": os.getpid(), **urls}
+    if pollers is not None:
+        recorded["pollers"] = dict(pollers)
+    partial.write_text(json.dumps(recorded, indent=2) + "\n")
     partial.replace(target)  # readers never see half a file
     return target
 
@@ -36,6 +40,16 @@ def read(where: Path | None = None) -> dict[str, Any]:
     if not isinstance(values, dict) or not _alive(values.get("pid")):
         return {}
     return values
+
+
+def pollers(values: dict[str, Any] | None = None) -> dict[str, bool] | None:
+    """Which pollers the running `saga local` runs (name -> True while it runs; False: off, `--disable`),
+    from `values` (what `read` returned) or the state file; None when no running `saga local` recorded them.
+    `saga status` reads it, and so may any other tool that shows the local runtime."""
+    recorded = (read() if values is None else values).get("pollers")
+    if not isinstance(recorded, dict):
+        return None
+    return {str(name): running is True for name, running in recorded.items()}
 
 
 def stale(where: Path | None = None) -> str | None:

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 logger = Logger(service="saga-local", child=True)
 T = TypeVar("T")
+# The runtime's pollers, by the names `saga local --disable` takes.
+POLLERS = ("relay", "consumer", "sweeper")
 
 
 class PortInUse(OSError):
@@ -356,6 +358,13 @@ class LocalRuntime:
     @property
     def aws_faults(self) -> AwsFaultsClient | None:
         return None if self._moto is None else self._moto.faults
+
+    @property
+    def pollers(self) -> dict[str, bool]:
+        """Each of the runtime's pollers (relay, consumer, sweeper): True while it runs, False when it is off
+        (`--disable`) or stopped. What the state file records (saga/local_state.py `pollers`)."""
+        running = {loop.name: loop.alive for loop in self._loops}
+        return {name: running.get(name, False) for name in POLLERS}
 
     @property
     def urls(self) -> dict[str, str]:

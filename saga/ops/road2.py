@@ -131,7 +131,7 @@ def status_problems(
 ) -> list[dict[str, str]]:
     """What `saga status --check` fails on, each with what clears it."""
     outbox, queues = report["outbox"], report["queues"]
-    problems = []
+    problems = _pollers_off(report)
     held = queues["eventsDlq"].get("inFlight", 0)  # received by a reader, not deleted: still there
     if in_dlq := queues["eventsDlq"]["visible"] + held:
         problems.append({
@@ -179,6 +179,33 @@ def status_problems(
     return problems
 
 
+def _pollers_off(report: dict[str, Any]) -> list[dict[str, str]]:
+    """A poller of the local runtime that is off while its work waits fails at once: nothing will do it, however
+    long the check waits (the age thresholds are for a poller that runs but is stuck)."""
+    pollers = report.get("pollers")
+    if not pollers:
+        return []
+    problems = []
+    events = report["queues"]["events"]
+    waiting = events["visible"] + events["inFlight"]
+    if pollers.get("consumer") is False and waiting:
+        problems.append({
+            "check": "consumer-off",
+            "detail": f"{waiting} message(s) wait in the events queue and the local runtime's consumer is off "
+            "(saga local --disable consumer): nothing will apply them",
+            "next": "restart `saga local` without --disable consumer; the check passes once the queue drains",
+        })  # fmt: skip
+    pending = report["outbox"]["pending"]
+    if pollers.get("relay") is False and pollers.get("sweeper") is False and pending:
+        problems.append({
+            "check": "relay-off",
+            "detail": f"{pending} outbox event(s) PENDING and the local runtime's relay and sweeper are both off "
+            "(saga local --disable relay --disable sweeper): nothing will publish them",
+            "next": "restart `saga local` without --disable relay; the check passes once they are published",
+        })  # fmt: skip
+    return problems
+
+
 def status_table(report: dict[str, Any]) -> str:
     """`saga status` for a human: the figures, then (with --check) what failed and what clears it."""
     outbox, queues = report["outbox"], report["queues"]
@@ -196,6 +223,10 @@ def status_table(report: dict[str, Any]) -> str:
         ),
         ("relay failures open / over", f"{failures.get('open', 0)} / {failures.get('resolved', 0)}"),
     ]
+    if (pollers := report.get("pollers")) is not None:
+        running = [name for name, on in pollers.items() if on]
+        off = [name for name, on in pollers.items() if not on]
+        rows.append(("local pollers running / off", f"{', '.join(running) or 'none'} / {', '.join(off) or 'none'}"))
     width = max(len(name) for name, _ in rows)
     lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
     if "problems" in report:
