@@ -181,16 +181,39 @@ def _target(args: argparse.Namespace) -> Any:
     return target.local_target(endpoint, args.region, api_url.rstrip("/"), loans_api_url.rstrip("/"))
 
 
-def _local_pollers(args: argparse.Namespace) -> dict[str, bool] | None:
-    """Which pollers the running `saga local` runs, when the command reads that runtime (its state file's AWS
-    endpoint); None for a deployed stack or another endpoint (what runs there is not recorded here)."""
+def _local_runtime(args: argparse.Namespace) -> dict[str, Any] | None:
+    """What the running `saga local` recorded (saga/local_state.py), when the command reads that runtime (its
+    state file's AWS endpoint); None for a deployed stack or another endpoint (nothing is recorded of it here)."""
     from saga import local_state
 
     recorded = local_state.read()
     if args.stack or not recorded:
         return None
     endpoint = args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or recorded.get("aws")
-    return local_state.pollers(recorded) if endpoint == recorded.get("aws") else None
+    return recorded if endpoint == recorded.get("aws") else None
+
+
+def _local_pollers(args: argparse.Namespace) -> dict[str, bool] | None:
+    """Which pollers the running `saga local` runs, when the command reads that runtime."""
+    from saga import local_state
+
+    recorded = _local_runtime(args)
+    return None if recorded is None else local_state.pollers(recorded)
+
+
+def _consumer_failures(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """What the consumer recorded of each failed message (by message id), and where its log is."""
+    from functions.consumer.failure_notes import read_notes
+    from saga import local_state
+
+    if args.stack:
+        return {}, f"the consumer function's CloudWatch log group (stack {args.stack}): search it for the messageId"
+    recorded = _local_runtime(args)
+    if recorded is None:
+        return {}, "the log of the consumer that received it (wherever that runtime logs): search it for the messageId"
+    notes = local_state.failure_notes(recorded)
+    log = f"the output of `saga local` (pid {recorded.get('pid')}): search it for the messageId"
+    return ({} if notes is None else dict(read_notes(notes))), log
 
 
 def _emit(value: Any, as_json: bool, human: str) -> None:
@@ -220,7 +243,8 @@ def _dlq(args: argparse.Namespace, target: Any) -> int:
 
     if args.dlq_command == "list":
         depth = road2.depth(target, target.events_dlq_url)  # before the listing's own receives
-        entries = road2.dlq_list(target)
+        causes, log = _consumer_failures(args)
+        entries = road2.dlq_list(target, causes=causes, log=log)
         _emit(entries, args.json, _dlq_text(entries, depth))
         return 0
     moved = road2.dlq_redrive(target, args.dry_run, args.max)

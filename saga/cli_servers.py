@@ -5,6 +5,7 @@ parses the command line and runs the short ones."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import faulthandler
 import math
 import os
@@ -209,20 +210,18 @@ def run_local(args: argparse.Namespace) -> int:
         aws_faults=faults,
         aws_fault_seed=args.aws_faults_seed,
     )
-    runtime = LocalRuntime(config)
     state_file = Path(args.state_file) if args.state_file else local_state.path()
+    # Next to the state file, this run's own (as the AWS endpoint is), removed with it: why each failed message
+    # failed.
+    notes = state_file.with_name(f"{state_file.stem}-consumer-failures-{os.getpid()}.jsonl").absolute()
+    notes.parent.mkdir(parents=True, exist_ok=True)
+    config = dataclasses.replace(config, consumer_failure_notes=notes)
+    runtime = LocalRuntime(config)
     try:
         runtime.start()
         urls = runtime.urls
-        local_state.write(urls, state_file, runtime.pollers)
-        print(f"orchestrator API  {urls['orchestrator']}   (try: curl {urls['orchestrator']}/openapi.json)")
-        print(f"loans-api         {urls['loans-api']}")
-        print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
-        if args.loans_api_url:
-            print(f"orchestrator -> loans-api via {args.loans_api_url}")
-        if faults:
-            print(f"AWS faults        {len(faults)} rule(s); {urls['aws']}/_saga/faults lists what was injected")
-        print(_polling(runtime.pollers))
+        local_state.write(urls, state_file, runtime.pollers, notes)
+        _announce(urls, args.loans_api_url, len(faults), runtime.pollers)
         print(f"where it listens: {state_file} (the other saga commands read it)")
         print(f"ready in {time.monotonic() - started:.1f}s; Ctrl-C stops", flush=True)
         _wait_for(stop)
@@ -232,15 +231,23 @@ def run_local(args: argparse.Namespace) -> int:
     finally:
         local_state.remove(state_file)
         runtime.stop()
+        notes.unlink(missing_ok=True)
     print("stopped", flush=True)
     return 0
 
 
-def _polling(pollers: dict[str, bool]) -> str:
-    """Which pollers run and which are off, as `saga local` says once ready."""
+def _announce(urls: dict[str, str], loans_api_url: str | None, faults: int, pollers: dict[str, bool]) -> None:
+    """What `saga local` says once ready: where each part listens, and which pollers run and which are off."""
+    print(f"orchestrator API  {urls['orchestrator']}   (try: curl {urls['orchestrator']}/openapi.json)")
+    print(f"loans-api         {urls['loans-api']}")
+    print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
+    if loans_api_url:
+        print(f"orchestrator -> loans-api via {loans_api_url}")
+    if faults:
+        print(f"AWS faults        {faults} rule(s); {urls['aws']}/_saga/faults lists what was injected")
     running = [name for name, on in pollers.items() if on]
     off = [name for name, on in pollers.items() if not on]
-    return f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(off) or 'nothing'}"
+    print(f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(off) or 'nothing'}")
 
 
 def _same_ports(ports: dict[str, int]) -> str | None:

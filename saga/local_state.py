@@ -17,15 +17,23 @@ def path() -> Path:
     return Path(os.environ.get(ENVIRONMENT_VARIABLE) or DEFAULT_PATH)
 
 
-def write(urls: dict[str, str], where: Path | None = None, pollers: dict[str, bool] | None = None) -> Path:
-    """Record `urls` (orchestrator, loans-api, aws) with this process's id, and which of its pollers run
-    (`pollers`: relay, consumer, sweeper -> True while it runs); returns the file."""
+def write(
+    urls: dict[str, str],
+    where: Path | None = None,
+    pollers: dict[str, bool] | None = None,
+    failure_notes: Path | None = None,
+) -> Path:
+    """Record `urls` (orchestrator, loans-api, aws) with this process's id, which of its pollers run
+    (`pollers`: relay, consumer, sweeper -> True while it runs), and where its consumer notes why each failed
+    message failed (`failure_notes`); returns the file."""
     target = where or path()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".tmp")
     recorded: dict[str, Any] = {"pid": os.getpid(), **urls}
     if pollers is not None:
         recorded["pollers"] = dict(pollers)
+    if failure_notes is not None:
+        recorded["consumerFailureNotes"] = str(failure_notes)
     partial.write_text(json.dumps(recorded, indent=2) + "\n")
     partial.replace(target)  # readers never see half a file
     return target
@@ -50,6 +58,12 @@ def pollers(values: dict[str, Any] | None = None) -> dict[str, bool] | None:
     if not isinstance(recorded, dict):
         return None
     return {str(name): running is True for name, running in recorded.items()}
+
+
+def failure_notes(values: dict[str, Any]) -> Path | None:
+    """Where the running `saga local`'s consumer notes why each failed message failed, from what `read` returned."""
+    recorded = values.get("consumerFailureNotes")
+    return Path(recorded) if isinstance(recorded, str) and recorded else None
 
 
 def stale(where: Path | None = None) -> str | None:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -97,6 +98,9 @@ class RuntimeConfig:
     # real AWS errors. They start once the resources exist; the control API changes them at run time.
     aws_faults: tuple[FaultRule, ...] = ()
     aws_fault_seed: int | None = None
+    # Where the consumer also appends each failed message's cause (functions/consumer/failure_notes.py), for
+    # `saga dlq list`; None: only its log says.
+    consumer_failure_notes: Path | None = None
 
 
 def _environment(settings: BaseSettings, service: str) -> dict[str, str]:
@@ -284,6 +288,7 @@ class LocalRuntime:
             aws_endpoint_url=endpoint,
             journeys_table_name=resources.journeys_table,
             loans_api_url=loans_api_url,
+            **({} if c.consumer_failure_notes is None else {"failure_notes_file": str(c.consumer_failure_notes)}),
         )
         consumer: Handler = self._container(
             topology.CONSUMER, consumer_settings, topology.EVENTS_QUEUE_SOURCE.max_concurrency
