@@ -85,12 +85,15 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
     )
     outbox_alarm = float(topology.OUTBOX_AGE_ALARM_SECONDS)
     status.add_argument(
-        "--max-outbox-age", type=float, default=outbox_alarm, help=f"seconds (default {outbox_alarm:.0f}, as the alarm)"
+        "--max-outbox-age",
+        type=servers.seconds,
+        default=outbox_alarm,
+        help=f"seconds (default {outbox_alarm:.0f}, as the alarm)",
     )
     queue_alarm = float(topology.EVENTS_QUEUE_AGE_ALARM_SECONDS)
     status.add_argument(
         "--max-queue-age",
-        type=float,
+        type=servers.seconds,
         default=queue_alarm,
         help=f"seconds a message may wait in the events queue (default {queue_alarm:.0f}, as EventsQueueTooOld)",
     )
@@ -109,7 +112,7 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
     redrive = dlq_commands.add_parser("redrive", help="move DLQ messages back to the events queue")
     target_options(redrive)
     redrive.add_argument("--dry-run", action="store_true", help="list what would move, move nothing")
-    redrive.add_argument("--max", type=int, default=100, help="move at most this many")
+    redrive.add_argument("--max", type=servers.count, default=100, help="move at most this many")
 
     _journey_parser(commands, target_options)
 
@@ -117,9 +120,14 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
         "audit", help="list every journey whose Control Record disagrees with loans-api past a grace period"
     )
     target_options(audit)
-    audit.add_argument("--grace", type=float, default=60.0, help="seconds a disagreement may last (default 60)")
     audit.add_argument(
-        "--since", type=float, default=None, help="only journeys changed in the last SECONDS (default: all)"
+        "--grace", type=servers.seconds, default=60.0, help="seconds a disagreement may last (default 60)"
+    )
+    audit.add_argument(
+        "--since",
+        type=servers.positive_seconds,
+        default=None,
+        help="only journeys changed in the last SECONDS (default: all)",
     )
     audit.add_argument("--journey", action="append", default=[], help="only this journey (repeatable)")
     audit.add_argument(
@@ -202,6 +210,41 @@ def _target(args: argparse.Namespace) -> Any:
     return target.local_target(endpoint, args.region, api_url.rstrip("/"), loans_api_url.rstrip("/"))
 
 
+def _local_runtime(args: argparse.Namespace) -> dict[str, Any] | None:
+    """What the running `saga local` recorded (saga/local_state.py), when the command reads that runtime (its
+    state file's AWS endpoint); None for a deployed stack or another endpoint (nothing is recorded of it here)."""
+    from saga import local_state
+
+    recorded = local_state.read()
+    if args.stack or not recorded:
+        return None
+    endpoint = args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or recorded.get("aws")
+    return recorded if endpoint == recorded.get("aws") else None
+
+
+def _local_pollers(args: argparse.Namespace) -> dict[str, bool] | None:
+    """Which pollers the running `saga local` runs, when the command reads that runtime."""
+    from saga import local_state
+
+    recorded = _local_runtime(args)
+    return None if recorded is None else local_state.pollers(recorded)
+
+
+def _consumer_failures(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """What the consumer recorded of each failed message (by message id), and where its log is."""
+    from functions.consumer.failure_notes import read_notes
+    from saga import local_state
+
+    if args.stack:
+        return {}, f"the consumer function's CloudWatch log group (stack {args.stack}): search it for the messageId"
+    recorded = _local_runtime(args)
+    if recorded is None:
+        return {}, "the log of the consumer that received it (wherever that runtime logs): search it for the messageId"
+    notes = local_state.failure_notes(recorded)
+    log = f"the output of `saga local` (pid {recorded.get('pid')}): search it for the messageId"
+    return ({} if notes is None else dict(read_notes(notes))), log
+
+
 def _emit(value: Any, as_json: bool, human: str) -> None:
     """One JSON document on stdout for scripts, or the text for humans."""
     print(json.dumps(value, indent=2, default=str) if as_json else human)
@@ -216,6 +259,8 @@ def _status(args: argparse.Namespace, target: Any) -> int:
     from saga.ops import road2
 
     report = road2.status(target)
+    if (pollers := _local_pollers(args)) is not None:
+        report["pollers"] = pollers
     if args.check:
         report["problems"] = road2.status_problems(report, args.max_outbox_age, args.max_queue_age)
     _emit(report, args.json, road2.status_table(report))
@@ -227,7 +272,8 @@ def _dlq(args: argparse.Namespace, target: Any) -> int:
 
     if args.dlq_command == "list":
         depth = road2.depth(target, target.events_dlq_url)  # before the listing's own receives
-        entries = road2.dlq_list(target)
+        causes, log = _consumer_failures(args)
+        entries = road2.dlq_list(target, causes=causes, log=log)
         _emit(entries, args.json, _dlq_text(entries, depth))
         return 0
     moved = road2.dlq_redrive(target, args.dry_run, args.max)
@@ -361,10 +407,14 @@ def _where_to_start(args: argparse.Namespace) -> str:
     """What to check or start when the system cannot be reached."""
     if getattr(args, "stack", None):
         return f"check the stack's name (--stack {args.stack}), --region and your AWS credentials"
-    return (
+    from saga import local_state
+
+    start = (
         "is it running? start it with `make run` (or `saga local`) in this folder, or point "
         "--endpoint-url/--api-url/--loans-api-url (or --stack) at a running system"
     )
+    left_behind = local_state.stale()
+    return start if left_behind is None else f"{left_behind}; the default local ports were tried instead. {start}"
 
 
 def _cannot_read(args: argparse.Namespace, title: str, detail: str) -> int:

@@ -5,6 +5,7 @@ parses the command line and runs the short ones."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import faulthandler
 import math
 import os
@@ -25,10 +26,46 @@ FAKE_AWS = {
 
 def _seconds(text: str) -> float:
     """A wait in seconds: a finite number, 0 or more (`nan` would never end a wait)."""
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
     return value
+
+
+def positive_seconds(text: str) -> float:
+    """A span in seconds that holds something: a finite number above 0."""
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def count(text: str) -> int:
+    """How many at most: a whole number, 1 or more (0 would do nothing and say it did)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0 to 65535)")
+    return value
+
+
+seconds = _seconds
 
 
 def use_fake_aws_credentials() -> None:
@@ -54,11 +91,11 @@ def add_local(commands: Any) -> None:
     """`saga local` and its flags."""
     local = commands.add_parser("local", help="run the whole system on this machine (Ctrl-C stops it)")
     local.add_argument("--host", default="127.0.0.1", help="interface to bind (loopback by default)")
-    local.add_argument("--port", type=int, default=3000, help="orchestrator API port")
-    local.add_argument("--loans-port", type=int, default=3001, help="loans-api port")
-    local.add_argument("--aws-port", type=int, default=4566, help="local AWS endpoint (moto) port")
+    local.add_argument("--port", type=port, default=3000, help="orchestrator API port")
+    local.add_argument("--loans-port", type=port, default=3001, help="loans-api port")
+    local.add_argument("--aws-port", type=port, default=4566, help="local AWS endpoint (moto) port")
     local.add_argument(
-        "--dashboard-port", type=int, default=3002, help="the dashboard's web page (any free port if it is taken)"
+        "--dashboard-port", type=port, default=3002, help="the dashboard's web page (any free port if it is taken)"
     )
     local.add_argument(
         "--loans-api-url",
@@ -67,7 +104,10 @@ def add_local(commands: Any) -> None:
         "point it at a fault proxy to cut road 1)",
     )
     local.add_argument(
-        "--sweep-threshold", type=float, default=60.0, help="republish outbox events pending longer than this (seconds)"
+        "--sweep-threshold",
+        type=_seconds,
+        default=60.0,
+        help="republish outbox events pending longer than this (seconds)",
     )
     local.add_argument("--log-level", default="WARNING", help="functions' log level (DEBUG, INFO, WARNING)")
     local.add_argument(
@@ -112,7 +152,7 @@ def add_mcp(commands: Any) -> None:
     )
     mcp.add_argument("--region", default=default_region())
     mcp.add_argument(
-        "--http", type=int, default=None, metavar="PORT", help="streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
+        "--http", type=port, default=None, metavar="PORT", help="streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
     )
     mcp.add_argument(
         "--wait",
@@ -127,7 +167,7 @@ def add_proxy(commands: Any) -> None:
     """`saga proxy` and its flags."""
     proxy = commands.add_parser("proxy", help="a fault-injecting TCP proxy with Toxiproxy's control API")
     proxy.add_argument("--host", default="127.0.0.1")
-    proxy.add_argument("--control-port", type=int, default=8474, help="Toxiproxy-compatible HTTP API port")
+    proxy.add_argument("--control-port", type=port, default=8474, help="Toxiproxy-compatible HTTP API port")
 
 
 def run_local(args: argparse.Namespace) -> int:
@@ -174,13 +214,19 @@ def run_local(args: argparse.Namespace) -> int:
         aws_faults=faults,
         aws_fault_seed=args.aws_faults_seed,
     )
-    runtime = LocalRuntime(config)
     state_file = Path(args.state_file) if args.state_file else local_state.path()
+    # Next to the state file, this run's own (as the AWS endpoint is), removed with it: why each failed message
+    # failed.
+    notes = state_file.with_name(f"{state_file.stem}-consumer-failures-{os.getpid()}.jsonl").absolute()
+    notes.parent.mkdir(parents=True, exist_ok=True)
+    config = dataclasses.replace(config, consumer_failure_notes=notes)
+    runtime = LocalRuntime(config)
     try:
         runtime.start()
         urls = runtime.urls
-        local_state.write(urls, state_file)
-        _print_ready(urls, args, len(faults), state_file)
+        local_state.write(urls, state_file, runtime.pollers_on, notes)
+        _announce(urls, args.loans_api_url, len(faults), runtime.pollers_on)
+        print(f"where it listens: {state_file} (the other saga commands read it)")
         print(f"ready in {time.monotonic() - started:.1f}s; Ctrl-C stops", flush=True)
         _wait_for(stop)
     except OSError as error:
@@ -189,23 +235,24 @@ def run_local(args: argparse.Namespace) -> int:
     finally:
         local_state.remove(state_file)
         runtime.stop()
+        notes.unlink(missing_ok=True)
     print("stopped", flush=True)
     return 0
 
 
-def _print_ready(urls: dict[str, str], args: argparse.Namespace, faults: int, state_file: Path) -> None:
-    """Where each part of the ready runtime listens, and what runs."""
+def _announce(urls: dict[str, str], loans_api_url: str | None, faults: int, pollers: dict[str, bool]) -> None:
+    """What `saga local` says once ready: where each part listens, and which pollers run and which are off."""
     print(f"orchestrator API  {urls['orchestrator']}   (try: curl {urls['orchestrator']}/openapi.json)")
     print(f"loans-api         {urls['loans-api']}")
     print(f"AWS endpoint      {urls['aws']}   (moto: tables, stream, topic, queue, DLQ)")
     print(f"dashboard         {urls['dashboard']}   (the deployed dashboard's widgets, read again every few s)")
-    if args.loans_api_url:
-        print(f"orchestrator -> loans-api via {args.loans_api_url}")
+    if loans_api_url:
+        print(f"orchestrator -> loans-api via {loans_api_url}")
     if faults:
         print(f"AWS faults        {faults} rule(s); {urls['aws']}/_saga/faults lists what was injected")
-    running = [name for name in ("relay", "consumer", "sweeper") if name not in args.disable]
-    print(f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(args.disable) or 'nothing'}")
-    print(f"where it listens: {state_file} (the other saga commands read it)")
+    running = [name for name, on in pollers.items() if on]
+    off = [name for name, on in pollers.items() if not on]
+    print(f"polling: {', '.join(running) or 'nothing'}; off: {', '.join(off) or 'nothing'}")
 
 
 def _same_ports(ports: dict[str, int]) -> str | None:

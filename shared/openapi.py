@@ -19,8 +19,9 @@ Document = dict[str, Any]
 SCHEMAS = "#/components/schemas/"
 
 _REPLAYED = {
-    "description": "`true` when this answer is the recorded answer of an earlier request with the same "
-    "Idempotency-Key (or a command whose effect already stands): nothing was changed by this call.",
+    "description": "`true` when nothing was changed by this call: an earlier request with the same Idempotency-Key "
+    "(or a command whose effect already stands) made its effect. The orchestrator answers that request's status "
+    "with the journey as it stands now (its `availableActions` are legal now); loans-api its recorded answer.",
     "schema": {"type": "string"},
 }
 _ALLOW = {"description": "The methods this path answers.", "schema": {"type": "string"}}

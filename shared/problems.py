@@ -20,7 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from pydantic import BaseModel, Field
 
-from shared import aws, errors, json_input
+from shared import aws, errors, field_rules, json_input
 from shared.control_record import ActionView
 from shared.events import AcceptanceSummary, SimulationSummary
 
@@ -102,11 +102,12 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _describe(validation_errors: list[Any]) -> list[dict[str, str]]:
-    """Each error as `{field, message}`, clipped: a field name is whatever key the client sent."""
+    """Each error as `{field, message}`, the message in words (`shared.field_rules`), clipped: a field
+    name is whatever key the client sent."""
     described = []
     for error in validation_errors:
         location = ".".join(str(part) for part in error.get("loc", ()))
-        described.append({"field": _clip(location, 80), "message": _clip(str(error.get("msg", "invalid")), 200)})
+        described.append({"field": _clip(location, 80), "message": _clip(field_rules.in_words(error), 200)})
     return described
 
 
@@ -120,7 +121,7 @@ def validation_problem(error: RequestValidationError) -> Response[str]:
     if bad_headers:
         # A missing or malformed header (Idempotency-Key) is a bad request, not invalid content.
         described = _describe(bad_headers[:MAX_LISTED_ERRORS])
-        detail = "; ".join(f"{d['field']}: {d['message']}" for d in described)
+        detail = "; ".join(d["message"] for d in described)
         return problem(400, "bad-header", "Missing or invalid header", detail)
     return invalid_fields(found)
 
@@ -130,7 +131,7 @@ def invalid_fields(found: list[Any]) -> Response[str]:
     thousands of errors: list the first few, count the rest, so no error response grows with the input."""
     described = _describe(found[:MAX_LISTED_ERRORS])
     omitted = len(found) - len(described)
-    detail = "; ".join(f"{d['field']}: {d['message']}" for d in described[:3]) or "invalid request"
+    detail = "; ".join(d["message"] for d in described[:3]) or "invalid request"
     if len(found) > 3:
         detail += f" (and {len(found) - 3} more)"
     extensions: dict[str, Any] = {"errors": described}

@@ -10,7 +10,9 @@ import urllib3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.exceptions import ClientError
 
+from functions.consumer.failure_notes import FailureNotes, JsonLinesFailureNotes
 from functions.consumer.service import EventConsumer, EventRejected, MalformedEvent
 from functions.consumer.settings import ConsumerSettings
 from shared import aws
@@ -41,6 +43,18 @@ _EXPECTED_FAILURES: dict[type[Exception], tuple[Callable[..., None], str]] = {
 }
 
 
+def _cause(error: Exception, table: str) -> str:
+    """An unexpected failure in an operator's words: an AWS error names its call and its code (the consumer's
+    only AWS calls are DynamoDB's, on the journeys table), any other its type and text."""
+    if isinstance(error, ClientError):
+        details = error.response.get("Error", {})
+        said = details.get("Message") or ""
+        return f"DynamoDB {error.operation_name} on {table} answered {details.get('Code', 'an error')}" + (
+            f" ({said})" if said else ""
+        )
+    return f"{type(error).__name__}: {error}"
+
+
 def ledger_read_seconds(settings: ConsumerSettings) -> float:
     """The worst case of one ledger read: connect and read timeouts both run out."""
     return settings.loans_connect_timeout + settings.loans_read_timeout
@@ -61,6 +75,32 @@ def build_consumer(settings: ConsumerSettings, metrics: Metrics, http: HttpReque
 
 def build(settings: ConsumerSettings, metrics: Metrics, http: HttpRequester | None = None) -> Handler:
     consumer = build_consumer(settings, metrics, http)
+    table = settings.journeys_table_name
+    notes: FailureNotes | None = (
+        None if settings.failure_notes_file is None else JsonLinesFailureNotes(settings.failure_notes_file)
+    )
+
+    def note(record: SQSRecord, cause: str) -> None:
+        if notes is None:
+            return
+        try:
+            notes.note(record.message_id, int(record.attributes.approximate_receive_count or 0), cause)
+        except OSError:  # a note is an aid to the operator: never a reason to fail the message
+            logger.warning("failure note not written", extra={"message_id": record.message_id}, exc_info=True)
+
+    def prefetch(event: dict[str, Any]) -> dict[str, ControlRecord]:
+        """The batch's records, in one read; when it fails, the whole batch fails (each message is received
+        again), and each message's note says why."""
+        records = [SQSRecord(record) for record in event.get("Records", [])]
+        try:
+            return consumer.prefetch([record.body for record in records])
+        except Exception as error:
+            cause = f"failed before it was applied (the batch's read of its records): {_cause(error, table)}"
+            logger.exception("batch failed", extra={"message_ids": [record.message_id for record in records]})
+            for record in records:
+                note(record, cause)
+            raise
+
     known: dict[str, ControlRecord] = {}
     ledgers: dict[str, LoanEvent | None] = {}
 
@@ -72,18 +112,20 @@ def build(settings: ConsumerSettings, metrics: Metrics, http: HttpRequester | No
             log, message = next(how for kind, how in _EXPECTED_FAILURES.items() if isinstance(error, kind))
             extra = {"receive_count": record.attributes.approximate_receive_count, "reason": str(error)}
             log(message, extra={"message_id": record.message_id, **extra})
+            note(record, f"{message.split(':')[0]}: {error}")
             raise
-        except Exception:
+        except Exception as error:
             logger.exception(
                 "message failed",
                 extra={"message_id": record.message_id, "receive_count": record.attributes.approximate_receive_count},
             )
+            note(record, f"failed when applied: {_cause(error, table)}")
             raise
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         known.clear()
         ledgers.clear()
-        known.update(consumer.prefetch([str(record.get("body", "")) for record in event.get("Records", [])]))
+        known.update(prefetch(event))
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         return dict(process_partial_response(event, record_handler, processor, context))
 

@@ -17,3 +17,7 @@ class ConsumerSettings(BaseSettings):
     # Long enough for a cold loans-api, as the orchestrator's (a confirmation cut off by a cold start would
     # wait the queue's visibility timeout for its next receive).
     loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS
+    # The local runtime's only: a file each failed message's cause is also appended to, by message id, for
+    # `saga dlq list` to say why a DLQ message failed (functions/consumer/failure_notes.py). In AWS the log
+    # line the consumer writes for each failure is the record of it.
+    failure_notes_file: str | None = None

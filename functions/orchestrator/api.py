@@ -43,7 +43,8 @@ RequiredKey = Annotated[
     Header(
         **_KEY_LIMITS,
         description="Required: a value you choose for this request (a UUID, say). Send the same value when you "
-        "repeat the call (after a timeout, say): the repeat returns the first call's journey and creates nothing. "
+        "repeat the call (after a timeout, say): the repeat returns the first call's journey, as it stands now, and "
+        "creates nothing. "
         "Keys are yours alone: another caller's identical key is another key.",
     ),
 ]
@@ -152,8 +153,9 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         summary="Start a loan journey for a customer",
         description="Call first: creates a journey in state `created` and answers its Control Record, whose "
         "`availableActions` say what to call next (simulateLoan or cancelJourney). The Idempotency-Key header is "
-        "required (400 without): repeating the call with the same key and body returns the same journey (header "
-        "`Idempotent-Replayed: true`), so a retry can never create a second journey.",
+        "required (400 without): repeating the call with the same key and body returns 201 with the same journey as it "
+        "stands now, whatever it did since (header `Idempotent-Replayed: true`; its `availableActions` are the ones "
+        "legal now), so a retry can never create a second journey.",
         responses={201: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )

@@ -6,6 +6,7 @@ the same events through the outbox). It knows nothing of HTTP, retries or Dynamo
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -156,9 +157,16 @@ class JourneyService:
         if existing is not None and agent_key is not None:
             replay = existing.replay_for(agent_key.request_hash)
             self._count_replay()
-            return Answer(replay.status, replay.body, replayed=True)
+            return Answer(replay.status, render_json(self._as_it_stands(replay.body)), replayed=True)
         logger.info("journey created", extra={"journey_id": record.journeyId})
         return Answer(201, body)
+
+    def _as_it_stands(self, recorded: str) -> ControlRecord:
+        """The journey a recorded answer names, as it stands now (D2): the receipt's record was the journey
+        when it was created, and its `availableActions` were legal then, not since it moved on. A live
+        record may be behind loans-api (replies lost, road 2 not there yet): it catches up first."""
+        record = self.get(str(json.loads(recorded)["journeyId"]))
+        return record if state_machine.is_terminal(record.currentState) else self._catch_up(record)
 
     def simulate(self, journey_id: str, amount: Decimal, term_months: int, agent_key: AgentKey | None) -> Answer:
         """With the agent's key, loans-api's receipt of that key answers a repeat before any effect,

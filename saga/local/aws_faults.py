@@ -121,7 +121,9 @@ class AwsFaultInjector:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if str(environ.get("PATH_INFO", "")).startswith(CONTROL_PATH):
-            return self._control(environ, start_response)
+            answer = self._control(environ, start_response)
+            # A HEAD is answered as a GET, without its content (RFC 9110 9.3.2).
+            return [] if environ.get("REQUEST_METHOD") == "HEAD" else answer
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         environ["wsgi.input"] = io.BytesIO(body)
@@ -152,7 +154,7 @@ class AwsFaultInjector:
                 self.add(FaultRule(**json.loads(environ["wsgi.input"].read(length) or b"{}")))
             elif method == "DELETE":
                 self.clear()
-            elif method != "GET":
+            elif method not in ("GET", "HEAD"):
                 return _json(start_response, 405, {"error": f"method {method} not allowed"})
         except (TypeError, ValueError) as error:
             return _json(start_response, 400, {"error": str(error)})

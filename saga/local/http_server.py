@@ -151,10 +151,13 @@ class ApiServer(ThreadedHttpServer):
 
     @staticmethod
     def _write(request: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes) -> None:
+        """The response; to a HEAD, its head alone (RFC 9110 9.3.2: no content, whatever the status).
+        Content-Length still says what a GET would carry, as the RFC allows."""
         request.send_response(status)
         for name, value in headers.items():
             if name.lower() not in ("content-length", "connection"):
                 request.send_header(name, value)
         request.send_header("Content-Length", str(len(body)))
         request.end_headers()
-        request.wfile.write(body)
+        if request.command != "HEAD":
+            request.wfile.write(body)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 logger = Logger(service="saga-local", child=True)
 T = TypeVar("T")
-# The pollers `saga local` runs (RuntimeConfig.disabled turns them off), in the order they start.
+# The pollers `saga local` runs, by the names `saga local --disable` takes, in the order they start.
 POLLERS = ("relay", "consumer", "sweeper")
 
 
@@ -104,6 +105,9 @@ class RuntimeConfig:
     # real AWS errors. They start once the resources exist; the control API changes them at run time.
     aws_faults: tuple[FaultRule, ...] = ()
     aws_fault_seed: int | None = None
+    # Where the consumer also appends each failed message's cause (functions/consumer/failure_notes.py), for
+    # `saga dlq list`; None: only its log says.
+    consumer_failure_notes: Path | None = None
 
 
 def _environment(settings: BaseSettings, service: str) -> dict[str, str]:
@@ -307,6 +311,7 @@ class LocalRuntime:
             aws_endpoint_url=endpoint,
             journeys_table_name=resources.journeys_table,
             loans_api_url=loans_api_url,
+            **({} if c.consumer_failure_notes is None else {"failure_notes_file": str(c.consumer_failure_notes)}),
         )
         consumer: Handler = self._container(
             topology.CONSUMER, consumer_settings, topology.EVENTS_QUEUE_SOURCE.max_concurrency
@@ -426,6 +431,12 @@ class LocalRuntime:
     @property
     def aws_faults(self) -> AwsFaultsClient | None:
         return None if self._moto is None else self._moto.faults
+
+    @property
+    def pollers_on(self) -> dict[str, bool]:
+        """Each of the runtime's pollers (relay, consumer, sweeper): True while it runs, False when it is off
+        (`--disable`) or stopped. What the state file records (saga/local_state.py `pollers`)."""
+        return {name: state == RUNNING for name, state in self.pollers().items()}
 
     @property
     def urls(self) -> dict[str, str]:

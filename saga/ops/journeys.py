@@ -234,7 +234,10 @@ def _known(target: Target, journey_id: str) -> bool:
 
 def audit_text(report: dict[str, Any]) -> str:
     """`saga audit` for a human: what was audited, repaired, out of sync (and the road that should have
-    brought it), and the verdict."""
+    brought it), and the verdict; for journeys named that neither API knows, only that (no verdict on
+    nothing audited)."""
+    if report["unknown"] and not report["audited"] and not report["outOfSync"]:
+        return f"unknown ({UNKNOWN}): {', '.join(report['unknown'])}"
     lines = [f"audited {report['audited']} journey(s): {report['scope']}; grace {report['graceSeconds']:g} s"]
     for journey_id in report["repaired"]:
         lines.append(f"repaired {journey_id}: applied loans-api's newest event")

@@ -4,6 +4,7 @@ why, and sending it back (`saga dlq`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -131,7 +132,7 @@ def status_problems(
 ) -> list[dict[str, str]]:
     """What `saga status --check` fails on, each with what clears it."""
     outbox, queues = report["outbox"], report["queues"]
-    problems = []
+    problems = _pollers_off(report)
     held = queues["eventsDlq"].get("inFlight", 0)  # received by a reader, not deleted: still there
     if in_dlq := queues["eventsDlq"]["visible"] + held:
         problems.append({
@@ -179,6 +180,33 @@ def status_problems(
     return problems
 
 
+def _pollers_off(report: dict[str, Any]) -> list[dict[str, str]]:
+    """A poller of the local runtime that is off while its work waits fails at once: nothing will do it, however
+    long the check waits (the age thresholds are for a poller that runs but is stuck)."""
+    pollers = report.get("pollers")
+    if not pollers:
+        return []
+    problems = []
+    events = report["queues"]["events"]
+    waiting = events["visible"] + events["inFlight"]
+    if pollers.get("consumer") is False and waiting:
+        problems.append({
+            "check": "consumer-off",
+            "detail": f"{waiting} message(s) wait in the events queue and the local runtime's consumer is off "
+            "(saga local --disable consumer): nothing will apply them",
+            "next": "restart `saga local` without --disable consumer; the check passes once the queue drains",
+        })  # fmt: skip
+    pending = report["outbox"]["pending"]
+    if pollers.get("relay") is False and pollers.get("sweeper") is False and pending:
+        problems.append({
+            "check": "relay-off",
+            "detail": f"{pending} outbox event(s) PENDING and the local runtime's relay and sweeper are both off "
+            "(saga local --disable relay --disable sweeper): nothing will publish them",
+            "next": "restart `saga local` without --disable relay; the check passes once they are published",
+        })  # fmt: skip
+    return problems
+
+
 def status_table(report: dict[str, Any]) -> str:
     """`saga status` for a human: the figures, then (with --check) what failed and what clears it."""
     outbox, queues = report["outbox"], report["queues"]
@@ -196,6 +224,10 @@ def status_table(report: dict[str, Any]) -> str:
         ),
         ("relay failures open / over", f"{failures.get('open', 0)} / {failures.get('resolved', 0)}"),
     ]
+    if (pollers := report.get("pollers")) is not None:
+        running = [name for name, on in pollers.items() if on]
+        off = [name for name, on in pollers.items() if not on]
+        rows.append(("local pollers running / off", f"{', '.join(running) or 'none'} / {', '.join(off) or 'none'}"))
     width = max(len(name) for name, _ in rows)
     lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
     if "problems" in report:
@@ -277,29 +309,46 @@ class _TableLedger:
         return self._store.read_ledger(journey_id).last_event
 
 
-def diagnose(body: str, journeys: DynamoControlRecordStore, ledger: Ledger | None = None) -> dict[str, Any]:
-    """Why a DLQ message failed, as far as its body, the Control Records and loans-api's ledger tell:
-    the consumer's own reason for an unreadable message or one loans-api did not commit (the same
-    parser and the same confirmation decide)."""
+# Where a failure's cause is when the consumer recorded none the listing can read.
+UNKNOWN_LOG = "the consumer's log: search it for the messageId"
+
+
+def why_failed(note: dict[str, Any] | None, log: str) -> str:
+    """The cause the consumer recorded for the message (its last failed receive), or that it is unknown here
+    and where its log is: never a guess."""
+    if note is None:
+        return f"the consumer's cause is not recorded where saga can read it; it is in {log}"
+    return f"the consumer recorded: {note.get('cause')} (receive {note.get('receiveCount')}, at {note.get('at')})"
+
+
+def diagnose(
+    body: str,
+    journeys: DynamoControlRecordStore,
+    ledger: Ledger | None = None,
+    note: dict[str, Any] | None = None,
+    log: str = UNKNOWN_LOG,
+) -> dict[str, Any]:
+    """Why a DLQ message failed, as far as its body, the Control Records, loans-api's ledger and the consumer's
+    note of it (`note`: what it recorded of the message's last failure) tell: the consumer's own reason for an
+    unreadable message or one loans-api did not commit (the same parser and the same confirmation decide); for
+    any other, the cause the consumer recorded, or that it is unknown and where its log is (`log`)."""
     try:
         event = parse_event(body)
     except UnreadableEvent as error:
         fields = _loose_fields(body)
         return {**fields, "reason": error.reason}
     record = journeys.get(event.journeyId)
-    reason = "unknown journey" if record is None else "failed when applied (see consumer logs)"
+    cause = why_failed(note, log)
+    reason = "unknown journey" if record is None else f"failed when applied; {cause}"
     if record is not None and ledger is not None and not already_applied(record, event):
         try:
             newest = confirmed(event, ledger.latest_event(event.journeyId))
             if newest.seq == event.seq:  # the whole event is the ledger's
-                reason = (
-                    "committed by loans-api, not applied (was loans-api unreachable? see consumer logs): redrive it"
-                )
+                reason = f"committed by loans-api, not applied; {cause}. Once that cause is gone, redrive it"
             else:  # older than the ledger's newest: its content is not checked, only the newest is ever applied
                 reason = (
-                    f"older than loans-api's ledger (seq {event.seq} < {newest.seq}): not applied (was loans-api "
-                    "unreachable? see consumer logs); its content is not checked, and a redrive applies only the "
-                    "ledger's newest event"
+                    f"older than loans-api's ledger (seq {event.seq} < {newest.seq}): not applied; {cause}. Its "
+                    "content is not checked, and a redrive applies only the ledger's newest event"
                 )
         except EventRejected as rejected:
             reason = f"rejected: {rejected}"
@@ -319,7 +368,9 @@ def _loose_fields(body: str) -> dict[str, Any]:
     }
 
 
-def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
+def dlq_list(
+    target: Target, limit: int = 100, causes: Mapping[str, dict[str, Any]] | None = None, log: str = UNKNOWN_LOG
+) -> list[dict[str, Any]]:
     """Up to `limit` DLQ messages, each with why it failed (`diagnose`); none is consumed. Each
     receiveCount includes this listing's own receive of the message (`peek`); receiveCountBeforeListing is
     every receive before it: the consumer's (a message the redrive policy moved arrived with maxReceiveCount
@@ -332,7 +383,7 @@ def dlq_list(target: Target, limit: int = 100) -> list[dict[str, Any]]:
             "receiveCount": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
             # every receive but this listing's own (the consumer's, earlier listings', other readers')
             "receiveCountBeforeListing": int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)) - 1,
-            **diagnose(m["Body"], journeys, ledger),
+            **diagnose(m["Body"], journeys, ledger, (causes or {}).get(m["MessageId"]), log),
         }
         for m in peek(target, target.events_dlq_url, limit)
     ]

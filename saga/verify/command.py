@@ -9,6 +9,8 @@ import json
 import sys
 from typing import Any
 
+from saga.cli_servers import seconds
+
 
 def add_verify(commands: Any, default_region: str) -> None:
     """`saga verify` and its flags."""
@@ -22,7 +24,7 @@ def add_verify(commands: Any, default_region: str) -> None:
     )
     verify.add_argument("--stack", required=True, help="the deployed stack's name")
     verify.add_argument("--region", default=default_region)
-    verify.add_argument("--wait", type=float, default=60.0, help="seconds to wait for road 2 and the alarm topic")
+    verify.add_argument("--wait", type=seconds, default=60.0, help="seconds to wait for road 2 and the alarm topic")
     verify.add_argument("--json", action="store_true", help="exactly one JSON document on stdout")
 
 

@@ -7,6 +7,7 @@ tests run on the consumer-less runtime this module shares with test_attack_opera
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -346,10 +347,19 @@ def test_status_check_fails_on_a_message_waiting_in_the_events_queue_with_the_co
     [problem] = [p for p in failing.json()["problems"] if p["check"] == "events-queue-age"]
     assert "consumer" in problem["next"]
     assert "passes once the queue drains" in problem["next"]
-    # And under the default threshold it passes, and never says the outbox is moving while messages wait
+    # And under the default threshold it fails at once all the same, since the consumer is off (its table says
+    # so), and never says the outbox is moving while messages wait
     human = road2_off.saga("status", "--check")
+    assert human.code == 1, human.stdout
+    assert "FAIL consumer-off" in human.stdout
+    assert "FAIL events-queue-age" not in human.stdout
+    assert re.search(r"^local pollers running / off +relay, sweeper / consumer$", human.stdout, re.M), human.stdout
     assert "the outbox is moving" not in human.stdout
     assert "events queue oldest message (s)" in human.stdout
+    [off] = [
+        p for p in road2_off.saga("status", "--check", "--json").json()["problems"] if p["check"] == "consumer-off"
+    ]
+    assert "--disable consumer" in off["next"], off
 
 
 def wait_for(predicate):
@@ -426,9 +436,16 @@ def test_a_relay_failure_fails_the_check_until_the_sweeper_republishes_then_is_c
         assert "sweeper" in problem["next"]
         # When the cause is gone (SNS publishes again) and the sweeper republishes the event
         faults.clear()
-        passed = wait_for(lambda: (answer := check()).code == 0 and answer)
-        # Then the check passes by itself, and says the record is over and how to remove it
+
+        def relay_over() -> Answer | None:
+            answer = check()
+            return None if any(p["check"] == "relay-failures" for p in answer.json().get("problems", [])) else answer
+
+        passed = wait_for(relay_over)
+        # Then the relay failure's check passes by itself (what still fails is the consumer this runtime leaves
+        # off, with the republished event waiting for it), and says the record is over and how to remove it
         assert passed, check().stdout
+        assert {p["check"] for p in passed.json()["problems"]} <= {"consumer-off"}, passed.stdout
         assert passed.json()["queues"]["relayFailures"]["open"] == 0
         assert passed.json()["queues"]["relayFailures"]["resolved"] >= 1
         human = road2_off.saga("status", "--check")
@@ -439,7 +456,8 @@ def test_a_relay_failure_fails_the_check_until_the_sweeper_republishes_then_is_c
         assert cleared.json()["cleared"] >= 1
         assert cleared.json()["kept"] == 0
         after = check()
-        assert (after.code, after.json()["queues"]["relayFailures"]) == (0, {"visible": 0, "open": 0, "resolved": 0})
+        assert after.json()["queues"]["relayFailures"] == {"visible": 0, "open": 0, "resolved": 0}, after.stdout
+        assert {p["check"] for p in after.json()["problems"]} <= {"consumer-off"}, after.stdout
     finally:
         faults.clear()
 

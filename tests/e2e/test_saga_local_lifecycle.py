@@ -4,6 +4,7 @@ changes it, Ctrl-C stops it cleanly and prints no metrics, and no process outliv
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -60,7 +61,8 @@ def descendants(root: int) -> set[int]:
 def test_no_process_outlives_saga_local_killed_with_sigkill(tmp_path):
     # Given a running `saga local`, with its AWS endpoint and its function containers
     log = str(tmp_path / "local.log")
-    process, _ = start_local(free_port(), free_port(), free_port(), log_path=log)
+    state = tmp_path / "local.json"
+    process, _ = start_local(free_port(), free_port(), free_port(), extra=("--state-file", str(state)), log_path=log)
     try:
         children = descendants(process.pid)
         assert len(children) >= 5, f"expected the endpoint and the containers, found {children}"
@@ -76,6 +78,21 @@ def test_no_process_outlives_saga_local_killed_with_sigkill(tmp_path):
 
     wait_for(lambda: not survivors(), timeout=PATIENCE_SECONDS, interval=0.2)
     assert survivors() == [], f"still running {PATIENCE_SECONDS} s after the kill\n{read_log(log)[-2000:]}"
+    # And a command that finds its state file left behind names it (the pid in it is dead), not only the
+    # default ports it then tried (nothing listens there: the free ports below stand for them)
+    assert state.exists(), "saga local's state file is gone after a kill -9: nothing could have removed it"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
+    nowhere = ["--endpoint-url", f"http://127.0.0.1:{free_port()}", "--api-url", f"http://127.0.0.1:{free_port()}"]
+    answered = subprocess.run(
+        [sys.executable, "-m", "saga.cli", "status", *nowhere],
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE_SECONDS,
+        check=False,
+        env={**env, "SAGA_STATE_FILE": str(state)},
+    )
+    assert answered.returncode == 2, answered.stdout + answered.stderr
+    assert f"{state} is stale" in answered.stderr, answered.stderr
 
 
 _gauges = Metrics(namespace="LoanSagaTests", service="gauges")
@@ -107,7 +124,12 @@ def test_ctrl_c_stops_saga_local_cleanly_prints_no_metrics_and_leaves_no_process
     # Given a running `saga local` that served a journey, with its AWS endpoint and its function containers
     log = str(tmp_path / "local.log")
     api_port = free_port()
-    process, _ = start_local(api_port, free_port(), free_port(), log_path=log)
+    state = tmp_path / "local.json"
+    process, _ = start_local(api_port, free_port(), free_port(), extra=("--state-file", str(state)), log_path=log)
+    recorded = json.loads(state.read_text())
+    assert recorded["pollers"] == {"relay": True, "consumer": True, "sweeper": True}, recorded
+    notes = Path(recorded["consumerFailureNotes"])
+    notes.write_text('{"messageId": "m-1", "cause": "as the consumer notes one"}\n')  # as a failure leaves it
     urllib3.request("POST", f"http://127.0.0.1:{api_port}/journeys", json={"customerId": "c"},
                     headers={"Idempotency-Key": "ctrl-c"})  # fmt: skip
     children = descendants(process.pid) if PROCESS_TABLE else set()  # (where /proc tells)
@@ -118,6 +140,9 @@ def test_ctrl_c_stops_saga_local_cleanly_prints_no_metrics_and_leaves_no_process
     output = read_log(log)
     assert output.rstrip().endswith("stopped"), output[-3000:]
     assert "CloudWatchMetrics" not in output, output[-3000:]
+    # And it removed its state file and its consumer's failure notes
+    assert not state.exists(), state.read_text()
+    assert not notes.exists(), f"{notes} outlived saga local"
 
     # And every process it started has ended (multiprocessing's resource tracker right after its parent)
     def survivors() -> list[int]:

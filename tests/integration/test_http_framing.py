@@ -17,6 +17,7 @@ from saga.faultproxy.server import FaultProxyServer
 from saga.local.http_server import ApiServer
 from saga.threaded_http import ThreadedHttpServer
 from shared.idempotency import read_key
+from tests.support import ApiClient
 
 
 def echo(event: dict[str, Any], _context: Any) -> dict[str, Any]:
@@ -182,3 +183,50 @@ def test_the_local_server_passes_a_keys_trailing_whitespace_on_and_the_key_rule_
     received = json.loads(body)
     assert received == "k-1 \t"
     assert read_key(received) == "k-1"
+
+
+class _Started:
+    """A server another fixture runs (the AWS endpoint): started and stopped there."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def start(self) -> _Started:
+        return self
+
+    def stop(self) -> None:
+        """Its own fixture stops it."""
+
+
+def _head_servers(name: str, orchestrator: ApiClient, loans_api: ApiClient, aws_url: str) -> Any:
+    """Each local server, serving what `saga local` serves: the two APIs' real handlers (with and without
+    a health check that says a part is down), the fault proxy's control API and the AWS endpoint (moto, behind
+    the faults' control API)."""
+    if name == "faultproxy-control":
+        return FaultProxyServer("127.0.0.1", 0)
+    if name == "aws":
+        return _Started(aws_url)
+    client = orchestrator if name.startswith("orchestrator") else loans_api
+    health = (lambda: {"loansApi": True, "aws": False}) if name.endswith("down") else None
+    return ApiServer(name, client.handler, "127.0.0.1", 0, health)
+
+
+@pytest.mark.parametrize(
+    "name", ["orchestrator", "orchestrator-down", "loans-api", "loans-api-down", "faultproxy-control", "aws"]
+)
+@pytest.mark.parametrize("path", ["/health", "/journeys", "/nowhere", "/_saga/faults"])
+def test_a_head_answer_carries_no_body_on_each_local_server(name, path, orchestrator, loans_api, moto_server):
+    # Given a local server (a refusal, a 503 of its own health check, or whatever the handler answers)
+    server = _head_servers(name, orchestrator, loans_api, moto_server.url).start()
+    try:
+        # When it is asked HEAD, then GET on the same connection
+        raw = f"HEAD {path} HTTP/1.1\r\nHost: t\r\n\r\nGET /version HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        received = exchange(server, raw.encode())
+    finally:
+        server.stop()
+    # Then the HEAD's answer is a head alone: what follows its blank line is the next response's status line
+    head, _, rest = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1."), f"no answer to HEAD {path} on {name}: {received[:300]!r}"
+    assert rest.startswith(b"HTTP/1.") or rest == b"", (
+        f"HEAD {path} on {name} answered content after its head: {rest[:300]!r}"
+    )

@@ -9,6 +9,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import SnsPublisher
@@ -394,3 +396,38 @@ def test_dlq_list_says_an_event_loans_api_committed_but_road_2_could_not_apply_i
     [entry] = dlq_reasons(resources)
     assert entry["reason"].startswith("committed by loans-api, not applied")
     assert entry["reason"].endswith("redrive it")
+
+
+def test_dlq_list_says_the_cause_the_consumer_recorded_for_the_message_never_a_guess(
+    orchestrator, loans_api, consumer_settings, consumer_loans_http, resources, faults, sqs: SQSClient, tmp_path
+):
+    from functions.consumer.failure_notes import read_notes
+    from saga.local.aws_faults import FaultRule
+
+    # Given an event loans-api committed that the record has not applied, and a consumer that notes its failures
+    journey = new_journey(orchestrator)
+    body = {"journeyId": journey["journeyId"], "amount": 5000, "termMonths": 12}
+    event = json.dumps(json_of(loans_api.post("/simulations", body, key="ddb-500"))["event"])
+    notes = tmp_path / "consumer-failures.jsonl"
+    settings = consumer_settings.model_copy(update={"failure_notes_file": str(notes)})
+    handler = consumer_bootstrap.build(settings, quiet_metrics("consumer"), http=consumer_loans_http)
+    # When the journeys table answers the consumer's read with a DynamoDB 500, on every try
+    faults.add(FaultRule("dynamodb", "BatchGetItem", "InternalServerError", match=resources.journeys_table))
+    with pytest.raises(Exception, match="InternalServerError"):
+        handler({"Records": [sqs_record(event)]}, None)
+    faults.clear()
+    # And the message is set aside in the DLQ (as its last receive leaves it), under the id the consumer noted
+    sqs.send_message(QueueUrl=resources.events_dlq_url, MessageBody=event)
+    [listed] = road2.peek(local_target(resources.endpoint_url, resources.region, "http://o", "http://l"),
+                          resources.events_dlq_url, 10)  # fmt: skip
+    causes = {listed["MessageId"]: read_notes(notes)["m-1"]}
+    target = local_target(resources.endpoint_url, resources.region, "http://orchestrator", "http://loans-api")
+    [entry] = road2.dlq_list(target, causes=causes, log="the output of `saga local`")
+    # Then its "why" is that cause: the DynamoDB error on the journeys table, not a guess about loans-api
+    assert "the consumer recorded: failed before it was applied" in entry["reason"], entry["reason"]
+    assert f"DynamoDB BatchGetItem on {resources.journeys_table} answered InternalServerError" in entry["reason"]
+    assert "unreachable?" not in entry["reason"]
+    # And with no note of it, the "why" says the cause is unknown here and where the consumer's log is
+    [unknown] = road2.dlq_list(target, log="the output of `saga local` (pid 7)")
+    assert "not recorded where saga can read it; it is in the output of `saga local` (pid 7)" in unknown["reason"]
+    assert "unreachable?" not in unknown["reason"]

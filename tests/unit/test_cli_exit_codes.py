@@ -87,3 +87,63 @@ def test_a_relay_failure_is_over_once_no_event_at_or_before_its_batch_is_pending
 def test_an_unreadable_relay_failure_is_over_only_when_nothing_is_pending():
     assert relay_failure_resolved("not json", None) is True
     assert relay_failure_resolved("not json", datetime.now(UTC)) is False
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit", "--grace", "-5"],
+        ["audit", "--grace", "nan"],
+        ["audit", "--since", "0"],
+        ["audit", "--since", "-1"],
+        ["dlq", "redrive", "--max", "0"],
+        ["dlq", "redrive", "--max", "-3"],
+        ["status", "--max-outbox-age", "-1"],
+        ["status", "--max-queue-age", "inf"],
+        ["local", "--port", "70000"],
+        ["local", "--sweep-threshold", "-1"],
+        ["mcp", "--http", "-1"],
+        ["proxy", "--control-port", "65536"],
+        ["verify", "--stack", "s", "--wait", "-1"],
+    ],
+    ids=" ".join,
+)
+def test_a_flag_out_of_its_range_is_a_usage_error(argv, monkeypatch, capsys):
+    # Given a command that would act on the system if it ran
+    monkeypatch.setattr(cli, "_target", lambda args: pytest.fail(f"{argv} reached the system"))
+    # When its flag is out of range, Then it is a usage error (exit 2) naming the flag, before anything runs
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2, f"{argv} exited {exited.value.code}"
+    assert argv[-2] in capsys.readouterr().err
+
+
+def test_a_stale_state_file_is_named_when_nothing_answers(status_raising, tmp_path, monkeypatch, capsys):
+    # Given the state file a killed `saga local` left behind (its pid no longer runs)
+    state = tmp_path / "local.json"
+    state.write_text(json.dumps({"pid": 2**22 + 7, "orchestrator": "http://127.0.0.1:3999"}))
+    monkeypatch.setenv("SAGA_STATE_FILE", str(state))
+    status_raising(EndpointConnectionError(endpoint_url="http://127.0.0.1:4566/"))
+    # When a command finds nothing answering at the default ports
+    assert cli.main(["status"]) == 2
+    # Then its error names the stale file, and that the defaults were tried instead
+    err = capsys.readouterr().err
+    assert f"{state} is stale" in err, err
+    assert "pid 4194311" in err, err
+    assert "default local ports" in err, err
+
+
+def test_an_audit_of_only_unknown_journeys_says_only_that(monkeypatch, capsys):
+    # Given a journey neither API knows
+    from saga.ops import journeys
+
+    report = {"audited": 0, "scope": "journeys named", "graceSeconds": 60.0, "repaired": [], "rebuilt": [],
+              "notRebuilt": [], "outOfSync": [], "withinGrace": [], "unreadable": [], "unknown": ["no-such"],
+              "agree": True}  # fmt: skip
+    monkeypatch.setattr(cli, "_target", lambda args: object())
+    monkeypatch.setattr(journeys, "audit", lambda *args, **kwargs: report)
+    # When it is audited
+    assert cli.main(["audit", "--journey", "no-such"]) == 3
+    # Then the output says only that it is unknown, no verdict on the nothing audited
+    out = capsys.readouterr().out.strip()
+    assert out == f"unknown ({journeys.UNKNOWN}): no-such", out
