@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -74,6 +75,16 @@ class ControlRecord(Message):
             simulationCount=self.simulationCount,
             simulationsLeft=self.simulationsLeft,
         )
+
+
+@dataclass(frozen=True)
+class RecordHead:
+    """What the stale check (D5: an event at or below `lastAppliedSeq` is a no-op) reads of a Control
+    Record: road 2 reads only this for a batch, and the whole record only for an event that applies."""
+
+    journeyId: str
+    version: int
+    lastAppliedSeq: int
 
 
 def new_control_record(journey_id: str, customer_id: str, now: datetime) -> ControlRecord:

@@ -16,10 +16,8 @@ from functions.consumer.settings import ConsumerSettings
 from shared import aws
 from shared.applier import EventApplier
 from shared.clock import utc_now
-from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore
 from shared.entry_points import Handler
-from shared.events import LoanEvent
 from shared.loans_client import HttpRequester, TransientLoansError, http_loans_client
 from shared.loans_ledger import LoansLedger
 
@@ -61,29 +59,30 @@ def build_consumer(settings: ConsumerSettings, metrics: Metrics, http: HttpReque
 
 def build(settings: ConsumerSettings, metrics: Metrics, http: HttpRequester | None = None) -> Handler:
     consumer = build_consumer(settings, metrics, http)
-    known: dict[str, ControlRecord] = {}
-    ledgers: dict[str, LoanEvent | None] = {}
-
-    def record_handler(record: SQSRecord) -> None:
-        try:
-            consumer.consume(record.body, known, ledgers)
-        except (MalformedEvent, EventRejected, TransientLoansError) as error:
-            # No stack trace: the reason is the whole story, and `saga dlq list` repeats it.
-            log, message = next(how for kind, how in _EXPECTED_FAILURES.items() if isinstance(error, kind))
-            extra = {"receive_count": record.attributes.approximate_receive_count, "reason": str(error)}
-            log(message, extra={"message_id": record.message_id, **extra})
-            raise
-        except Exception:
-            logger.exception(
-                "message failed",
-                extra={"message_id": record.message_id, "receive_count": record.attributes.approximate_receive_count},
-            )
-            raise
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        known.clear()
-        ledgers.clear()
-        known.update(consumer.prefetch([str(record.get("body", "")) for record in event.get("Records", [])]))
+        # Each body is read once, for the batch's one read of its records' heads and for its own apply.
+        batch = consumer.prefetch([str(record.get("body", "")) for record in event.get("Records", [])])
+
+        def record_handler(record: SQSRecord) -> None:
+            try:
+                consumer.consume(record.body, batch)
+            except (MalformedEvent, EventRejected, TransientLoansError) as error:
+                # No stack trace: the reason is the whole story, and `saga dlq list` repeats it.
+                log, message = next(how for kind, how in _EXPECTED_FAILURES.items() if isinstance(error, kind))
+                extra = {"receive_count": record.attributes.approximate_receive_count, "reason": str(error)}
+                log(message, extra={"message_id": record.message_id, **extra})
+                raise
+            except Exception:
+                logger.exception(
+                    "message failed",
+                    extra={
+                        "message_id": record.message_id,
+                        "receive_count": record.attributes.approximate_receive_count,
+                    },
+                )
+                raise
+
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         return dict(process_partial_response(event, record_handler, processor, context))
 
