@@ -19,9 +19,12 @@ from shared.events import (
 
 # `rebuild`: an operator re-projected the record from loans-api's ledger (`saga audit --repair --rebuild`).
 Road = Literal["reply", "outbox", "catch-up", "repair", "rebuild"]
-# The newest applications a Control Record keeps (a typical journey has 4-6 events): enough for an
-# operator to see how the record got where it is, small enough to keep the item near 1 KB.
-TRAIL_LENGTH = 6
+# The newest applications a Control Record keeps: which road applied the newest event, and the one before.
+# The record is written on every event, and an item over 1 KB bills two write units a write: with two
+# entries of the longest road, the largest loan fields and a customerId of 128 bytes the item stays under
+# 1 KB whatever the journey's history (tests/unit/test_applier.py holds it there; six entries passed 1 KB).
+# The journey's whole history is loans-api's (its events, `saga journey show`), not the record's.
+TRAIL_LENGTH = 2
 
 
 class Application(Message):
@@ -60,8 +63,9 @@ class ControlRecord(Message):
     stateEnteredAt: datetime
     appliedBy: list[Application] = Field(
         default_factory=list,
-        description="The newest changes to this record: which event (seq), brought by which road (the reply of "
-        "loans-api, the outbox, a catch-up read, an operator's repair or rebuild), when, and the version it made.",
+        description="The newest changes to this record (the last two): which event (seq), brought by which road "
+        "(the reply of loans-api, the outbox, a catch-up read, an operator's repair or rebuild), when, and the "
+        "version it made.",
     )
 
     def loan_view(self) -> LoanSnapshot:
