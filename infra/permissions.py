@@ -31,7 +31,9 @@ class TableCalls:
 # A TransactWriteItems needs the action of each item it holds: loans-api's three are Puts (PutItem).
 LOANS_API = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"))
 ORCHESTRATOR = TableCalls(on_table=("dynamodb:GetItem", "dynamodb:PutItem"))
-CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem"))
+# The consumer reads its batch's record heads (BatchGetItem), the whole record of an event that applies
+# (GetItem, as the applier re-reads after a lost compare-and-swap), and writes it (PutItem).
+CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"))
 # The relay marks what it published.
 RELAY = TableCalls(on_table=("dynamodb:UpdateItem",))
 # The sweeper walks the keys-only changes index from its cursors and reads the items it found there whole
