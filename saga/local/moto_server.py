@@ -133,7 +133,8 @@ class MotoServer:
 
     def reset(self) -> None:
         """Forget every resource (moto's backends are shared by the whole process)."""
-        urllib3.request("POST", f"{self.url}/moto-api/reset")
+        # A hang guard, not urllib3's default 3 s: a reset of every backend took 3.6-4.9 s on a loaded machine.
+        urllib3.request("POST", f"{self.url}/moto-api/reset", timeout=60)
 
     def stop(self) -> None:
         self._server.shutdown()
