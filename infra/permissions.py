@@ -35,7 +35,9 @@ ORCHESTRATOR = TableCalls(
     on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"),
     on_indexes={CUSTOMER_INDEX: ("dynamodb:Query",)},
 )
-CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem"))
+# The consumer reads its batch's record heads (BatchGetItem), the whole record of an event that applies
+# (GetItem, as the applier re-reads after a lost compare-and-swap), and writes it (PutItem).
+CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"))
 # The relay marks what it published.
 RELAY = TableCalls(on_table=("dynamodb:UpdateItem",))
 # The sweeper walks the keys-only changes index from its cursors and reads the items it found there whole

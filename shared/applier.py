@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from shared import state_machine
-from shared.control_record import TRAIL_LENGTH, Application, ControlRecord, Road
+from shared.control_record import TRAIL_LENGTH, Application, ControlRecord, RecordHead, Road
 from shared.errors import JourneyNotFound, StoreContention
 from shared.events import LoanEvent, LoanSnapshot
 
@@ -28,8 +28,9 @@ class Decision:
     record: ControlRecord  # the record to write when APPLIED, else the record as read
 
 
-def already_applied(record: ControlRecord, event: LoanEvent) -> bool:
-    """True when applying `event` to `record` is a no-op (D5): the record is at or past its seq."""
+def already_applied(record: ControlRecord | RecordHead, event: LoanEvent) -> bool:
+    """True when applying `event` to `record` is a no-op (D5): the record is at or past its seq. The
+    record's head is enough to tell."""
     return event.seq <= record.lastAppliedSeq
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,13 +36,17 @@ def batch_get(
     table: str,
     keys: list[dict[str, Any]],
     *,
+    attributes: Sequence[str] = (),
     rounds: int = MAX_ROUNDS,
     sleep: Callable[[float], None] = time.sleep,
     unit_random: Callable[[], float] = random.random,
 ) -> list[dict[str, Any]]:
     """The items of `table` at `keys` (DynamoDB's attribute maps), strongly consistent; an item that
-    does not exist is left out. BatchReadIncomplete when keys are still unprocessed after `rounds` calls."""
-    items, unprocessed = batch_read(client, table, keys, rounds=rounds, sleep=sleep, unit_random=unit_random)
+    does not exist is left out. BatchReadIncomplete when keys are still unprocessed after `rounds` calls.
+    `attributes`: only those of each item (a projection), when the caller needs no more."""
+    items, unprocessed = batch_read(
+        client, table, keys, attributes=attributes, rounds=rounds, sleep=sleep, unit_random=unit_random
+    )
     if unprocessed:
         raise BatchReadIncomplete(
             f"{len(unprocessed)} keys of {table} still unprocessed after {rounds} BatchGetItem calls"
@@ -56,19 +60,27 @@ def batch_read(
     keys: list[dict[str, Any]],
     *,
     consistent: bool = True,
+    attributes: Sequence[str] = (),
     rounds: int = MAX_ROUNDS,
     sleep: Callable[[float], None] = time.sleep,
     unit_random: Callable[[], float] = random.random,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The items of `table` at `keys` that exist, and the keys still unprocessed after `rounds` calls,
     for a caller that keeps those for later (the sweeper revisits them next run). `consistent=False`
-    reads eventually consistent (half a read unit an item)."""
+    reads eventually consistent (half a read unit an item). `attributes`: only those of each item (a
+    projection: DynamoDB bills the whole item's read all the same, but neither side serializes the rest)."""
     items: list[dict[str, Any]] = []
     unprocessed: list[dict[str, Any]] = []
     for start in range(0, len(keys), BATCH_GET_LIMIT):
-        request: Mapping[str, KeysAndAttributesUnionTypeDef] = {
-            table: {"Keys": keys[start : start + BATCH_GET_LIMIT], "ConsistentRead": consistent}
+        wanted: KeysAndAttributesUnionTypeDef = {
+            "Keys": keys[start : start + BATCH_GET_LIMIT],
+            "ConsistentRead": consistent,
         }
+        if attributes:
+            # Placeholders for the names: then none of them can be a reserved word.
+            names = {f"#a{index}": name for index, name in enumerate(attributes)}
+            wanted |= {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
+        request: Mapping[str, KeysAndAttributesUnionTypeDef] = {table: wanted}
         for round_number in range(rounds):
             if round_number:
                 pause = FIRST_PAUSE_SECONDS * 2 ** (round_number - 1)

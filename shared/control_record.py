@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -19,9 +20,12 @@ from shared.events import (
 
 # `rebuild`: an operator re-projected the record from loans-api's ledger (`saga audit --repair --rebuild`).
 Road = Literal["reply", "outbox", "catch-up", "repair", "rebuild"]
-# The newest applications a Control Record keeps (a typical journey has 4-6 events): enough for an
-# operator to see how the record got where it is, small enough to keep the item near 1 KB.
-TRAIL_LENGTH = 6
+# The newest applications a Control Record keeps: which road applied the newest event, and the one before.
+# The record is written on every event, and an item over 1 KB bills two write units a write: with two
+# entries of the longest road, the largest loan fields and a customerId of 128 bytes the item stays under
+# 1 KB whatever the journey's history (tests/unit/test_applier.py holds it there; six entries passed 1 KB).
+# The journey's whole history is loans-api's (its events, `saga journey show`), not the record's.
+TRAIL_LENGTH = 2
 
 
 class Application(Message):
@@ -60,8 +64,9 @@ class ControlRecord(Message):
     stateEnteredAt: datetime
     appliedBy: list[Application] = Field(
         default_factory=list,
-        description="The newest changes to this record: which event (seq), brought by which road (the reply of "
-        "loans-api, the outbox, a catch-up read, an operator's repair or rebuild), when, and the version it made.",
+        description="The newest changes to this record (the last two): which event (seq), brought by which road "
+        "(the reply of loans-api, the outbox, a catch-up read, an operator's repair or rebuild), when, and the "
+        "version it made.",
     )
     # Where the journey is listed (shared/tables.py CUSTOMER_INDEX): its creator's id and its customer's,
     # set at creation and carried unchanged by every later write. Stored, never shown: no dump includes it
@@ -79,6 +84,16 @@ class ControlRecord(Message):
             simulationCount=self.simulationCount,
             simulationsLeft=self.simulationsLeft,
         )
+
+
+@dataclass(frozen=True)
+class RecordHead:
+    """What the stale check (D5: an event at or below `lastAppliedSeq` is a no-op) reads of a Control
+    Record: road 2 reads only this for a batch, and the whole record only for an event that applies."""
+
+    journeyId: str
+    version: int
+    lastAppliedSeq: int
 
 
 def new_control_record(journey_id: str, customer_id: str, now: datetime, listing: str | None = None) -> ControlRecord:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared.batch_read import batch_get
-from shared.control_record import ControlRecord
+from shared.control_record import ControlRecord, RecordHead
 from shared.dynamo import error_code, from_item, to_item
 from shared.keys import CONTROL_SK, journey_pk
 from shared.tables import CUSTOMER_PARTITION_ATTRIBUTE
@@ -24,6 +24,14 @@ def control_key(journey_id: str) -> dict[str, Any]:
 def _record(item: dict[str, Any]) -> ControlRecord:
     values = from_item(item)
     return ControlRecord.model_validate({name: values[name] for name in ControlRecord.model_fields if name in values})
+
+
+_HEAD_ATTRIBUTES = ("journeyId", "version", "lastAppliedSeq")
+
+
+def _head(item: dict[str, Any]) -> RecordHead:
+    values = from_item(item)
+    return RecordHead(values["journeyId"], int(values["version"]), int(values.get("lastAppliedSeq", 0)))
 
 
 def control_item(record: ControlRecord) -> dict[str, Any]:
@@ -48,6 +56,13 @@ class DynamoControlRecordStore:
         keys = [control_key(j) for j in dict.fromkeys(journey_ids)]
         records = (_record(item) for item in batch_get(self._client, self._table, keys))
         return {record.journeyId: record for record in records}
+
+    def heads(self, journey_ids: list[str]) -> dict[str, RecordHead]:
+        """The stale check's fields of the records of `journey_ids` that exist, strongly consistent: a
+        projection, so neither DynamoDB nor this side serializes the rest of each record."""
+        keys = [control_key(j) for j in dict.fromkeys(journey_ids)]
+        heads = (_head(item) for item in batch_get(self._client, self._table, keys, attributes=_HEAD_ATTRIBUTES))
+        return {head.journeyId: head for head in heads}
 
     def replace(self, record: ControlRecord, expected_version: int) -> bool:
         try:

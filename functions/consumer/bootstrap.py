@@ -13,15 +13,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
 from functions.consumer.failure_notes import FailureNotes, JsonLinesFailureNotes
-from functions.consumer.service import EventConsumer, EventRejected, MalformedEvent
+from functions.consumer.service import Batch, EventConsumer, EventRejected, MalformedEvent
 from functions.consumer.settings import ConsumerSettings
 from shared import aws
 from shared.applier import EventApplier
 from shared.clock import utc_now
-from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore
 from shared.entry_points import Handler
-from shared.events import LoanEvent
 from shared.loans_client import HttpRequester, TransientLoansError, http_loans_client
 from shared.loans_ledger import LoansLedger
 
@@ -88,44 +86,44 @@ def build(settings: ConsumerSettings, metrics: Metrics, http: HttpRequester | No
         except OSError:  # a note is an aid to the operator: never a reason to fail the message
             logger.warning("failure note not written", extra={"message_id": record.message_id}, exc_info=True)
 
-    def prefetch(event: dict[str, Any]) -> dict[str, ControlRecord]:
-        """The batch's records, in one read; when it fails, the whole batch fails (each message is received
-        again), and each message's note says why."""
-        records = [SQSRecord(record) for record in event.get("Records", [])]
+    def prefetch(event: dict[str, Any]) -> Batch:
+        """The batch's record heads, in one read (each body read once, for this and for its own apply); when
+        it fails, the whole batch fails (each message is received again), and each message's note says why."""
+        raw = event.get("Records", [])
         try:
-            return consumer.prefetch([record.body for record in records])
+            return consumer.prefetch([str(record.get("body", "")) for record in raw])
         except Exception as error:
+            records = [SQSRecord(record) for record in raw]
             cause = f"failed before it was applied (the batch's read of its records): {_cause(error, table)}"
             logger.exception("batch failed", extra={"message_ids": [record.message_id for record in records]})
             for record in records:
                 note(record, cause)
             raise
 
-    known: dict[str, ControlRecord] = {}
-    ledgers: dict[str, LoanEvent | None] = {}
-
-    def record_handler(record: SQSRecord) -> None:
-        try:
-            consumer.consume(record.body, known, ledgers)
-        except (MalformedEvent, EventRejected, TransientLoansError) as error:
-            # No stack trace: the reason is the whole story, and `saga dlq list` repeats it.
-            log, message = next(how for kind, how in _EXPECTED_FAILURES.items() if isinstance(error, kind))
-            extra = {"receive_count": record.attributes.approximate_receive_count, "reason": str(error)}
-            log(message, extra={"message_id": record.message_id, **extra})
-            note(record, f"{message.split(':')[0]}: {error}")
-            raise
-        except Exception as error:
-            logger.exception(
-                "message failed",
-                extra={"message_id": record.message_id, "receive_count": record.attributes.approximate_receive_count},
-            )
-            note(record, f"failed when applied: {_cause(error, table)}")
-            raise
-
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        known.clear()
-        ledgers.clear()
-        known.update(prefetch(event))
+        batch = prefetch(event)
+
+        def record_handler(record: SQSRecord) -> None:
+            try:
+                consumer.consume(record.body, batch)
+            except (MalformedEvent, EventRejected, TransientLoansError) as error:
+                # No stack trace: the reason is the whole story, and `saga dlq list` repeats it.
+                log, message = next(how for kind, how in _EXPECTED_FAILURES.items() if isinstance(error, kind))
+                extra = {"receive_count": record.attributes.approximate_receive_count, "reason": str(error)}
+                log(message, extra={"message_id": record.message_id, **extra})
+                note(record, f"{message.split(':')[0]}: {error}")
+                raise
+            except Exception as error:
+                logger.exception(
+                    "message failed",
+                    extra={
+                        "message_id": record.message_id,
+                        "receive_count": record.attributes.approximate_receive_count,
+                    },
+                )
+                note(record, f"failed when applied: {_cause(error, table)}")
+                raise
+
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         return dict(process_partial_response(event, record_handler, processor, context))
 

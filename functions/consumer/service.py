@@ -5,6 +5,7 @@ and what the ledger says is applied, never the message."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from aws_lambda_powertools import Logger, Metrics
@@ -12,7 +13,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from shared import metric_names as names
 from shared.applier import EventApplier, Outcome, already_applied
-from shared.control_record import ControlRecord
+from shared.control_record import ControlRecord, RecordHead
 from shared.errors import JourneyNotFound
 from shared.events import LoanEvent, UnreadableEvent, parse_event
 
@@ -26,8 +27,13 @@ _METRIC = {
 
 
 class RecordReader(Protocol):
-    def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]:
-        """Strongly consistent reads of several records at once (absent ones are left out)."""
+    def heads(self, journey_ids: list[str]) -> dict[str, RecordHead]:
+        """The stale check's fields of several records at once, strongly consistent (absent ones are
+        left out): a projection, the whole record is read only for an event that applies."""
+        ...
+
+    def get(self, journey_id: str) -> ControlRecord | None:
+        """A whole record, strongly consistent."""
         ...
 
 
@@ -76,6 +82,19 @@ def confirmed(claim: LoanEvent, ledger_last: LoanEvent | None) -> LoanEvent:
     return ledger_last
 
 
+@dataclass
+class Batch:
+    """What one batch of messages shares: each body read (and validated) once, the heads of its
+    journeys' records read in one call, the whole records read or written since, and the ledger
+    answers (one read per journey per batch, however many claims: a ledger that moves within the batch
+    is caught on the message's next receive)."""
+
+    claims: dict[str, LoanEvent | UnreadableEvent] = field(default_factory=dict)
+    heads: dict[str, RecordHead] = field(default_factory=dict)
+    records: dict[str, ControlRecord] = field(default_factory=dict)
+    ledgers: dict[str, LoanEvent | None] = field(default_factory=dict)
+
+
 class EventConsumer:
     def __init__(self, applier: EventApplier, store: RecordReader, ledger: Ledger, metrics: Metrics) -> None:
         self._applier = applier
@@ -83,44 +102,29 @@ class EventConsumer:
         self._ledger = ledger
         self._metrics = metrics
 
-    def prefetch(self, bodies: list[str]) -> dict[str, ControlRecord]:
-        """The Control Records a batch's events are about, in one read (most events are duplicates
-        that need nothing else)."""
-        journeys = []
+    def prefetch(self, bodies: list[str]) -> Batch:
+        """A batch's messages, each read once, and the heads of the Control Records they are about, in
+        one read (most events are duplicates that need nothing else)."""
+        batch = Batch()
         for body in bodies:
-            try:
-                journeys.append(parse_event(body).journeyId)
-            except UnreadableEvent:
-                continue
-        return self._store.get_many(journeys) if journeys else {}
+            batch.claims[body] = _read_claim(body)
+        journeys = [claim.journeyId for claim in batch.claims.values() if isinstance(claim, LoanEvent)]
+        if journeys:
+            batch.heads = self._store.heads(journeys)
+        return batch
 
-    def consume(
-        self,
-        body: str,
-        known: dict[str, ControlRecord] | None = None,
-        ledgers: dict[str, LoanEvent | None] | None = None,
-    ) -> Outcome:
+    def consume(self, body: str, batch: Batch | None = None) -> Outcome:
         """Apply one message body. Raises for a message that must be retried (and, after its
         receives, land in the DLQ): malformed (MalformedEvent), not what loans-api committed
-        (EventRejected), about a journey that does not exist, or loans-api unreachable. `known`
-        holds records already read for this batch; it is kept up to date as events apply. `ledgers` holds
-        the ledger answers read for this batch: one read per journey per batch, however many claims (a
-        ledger that moves within the batch is caught on the message's next receive)."""
-        try:
-            claim = parse_event(body)
-        except UnreadableEvent as error:
+        (EventRejected), about a journey that does not exist, or loans-api unreachable. `batch` is what
+        `prefetch` read for the message's batch; it is kept up to date as events apply."""
+        batch = batch or Batch()
+        claim = batch.claims[body] if body in batch.claims else _read_claim(body)
+        if isinstance(claim, UnreadableEvent):
             self._count(names.EVENTS_FAILED)
-            raise MalformedEvent(error.reason) from error
-        known = {} if known is None else known
+            raise MalformedEvent(claim.reason)
         try:
-            record = known.get(claim.journeyId) or self._read(claim.journeyId)
-            if already_applied(record, claim):
-                event, outcome = claim, Outcome.NOOP  # as cheap as ever: no ledger read, no write
-            else:
-                event = confirmed(claim, self._newest(claim.journeyId, ledgers))
-                decision = self._applier.apply(event, "outbox", current=record, confirm_noop=False)
-                known[claim.journeyId] = record = decision.record
-                outcome = decision.outcome
+            event, outcome, version = self._consume(claim, batch)
         except EventRejected:
             self._count(names.EVENTS_REJECTED)
             raise
@@ -137,23 +141,41 @@ class EventConsumer:
                 "seq": claim.seq,
                 "applied_seq": event.seq,
                 "outcome": outcome.value,
-                "version": record.version,
+                "version": version,
             },
         )
         return outcome
 
-    def _newest(self, journey_id: str, ledgers: dict[str, LoanEvent | None] | None) -> LoanEvent | None:
-        if ledgers is None:
-            return self._ledger.latest_event(journey_id)
+    def _consume(self, claim: LoanEvent, batch: Batch) -> tuple[LoanEvent, Outcome, int]:
+        journey_id = claim.journeyId
+        record = batch.records.get(journey_id)
+        seen: ControlRecord | RecordHead | None = record or batch.heads.get(journey_id)
+        if seen is None:
+            seen = record = batch.records[journey_id] = self._read(journey_id)
+        if already_applied(seen, claim):
+            return claim, Outcome.NOOP, seen.version  # as cheap as ever: no ledger read, no write
+        event = confirmed(claim, self._newest(journey_id, batch.ledgers))
+        decision = self._applier.apply(event, "outbox", current=record, confirm_noop=False)
+        batch.records[journey_id] = decision.record
+        return event, decision.outcome, decision.record.version
+
+    def _newest(self, journey_id: str, ledgers: dict[str, LoanEvent | None]) -> LoanEvent | None:
         if journey_id not in ledgers:
             ledgers[journey_id] = self._ledger.latest_event(journey_id)
         return ledgers[journey_id]
 
     def _read(self, journey_id: str) -> ControlRecord:
-        record = self._store.get_many([journey_id]).get(journey_id)
+        record = self._store.get(journey_id)
         if record is None:
             raise JourneyNotFound(journey_id)
         return record
 
     def _count(self, name: str) -> None:
         self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+
+
+def _read_claim(body: str) -> LoanEvent | UnreadableEvent:
+    try:
+        return parse_event(body)
+    except UnreadableEvent as error:
+        return error

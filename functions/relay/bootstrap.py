@@ -1,9 +1,12 @@
-"""Composition root of the relay and the sweeper."""
+"""Composition root of the relay and the sweeper. Two functions share it: what only the sweeper uses
+(the sweeper, its lease) is imported when the sweeper is built, so the stream relay's cold start does not
+pay for it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Metrics
 
@@ -12,12 +15,14 @@ from functions.relay.publisher import EventPublisher, SnsPublisher
 from functions.relay.service import OutboxRelay
 from functions.relay.settings import SWEEPER_TIMEOUT_SECONDS, RelaySettings
 from functions.relay.stream import StreamRelay
-from functions.relay.sweeper import DynamoSweepStore, OutboxSweeper, SweepLimits
 from shared import aws
 from shared.clock import utc_now
 from shared.entry_points import Handler
 from shared.keys import SWEEPER_LEASE_KEY
-from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease, Leased
+
+if TYPE_CHECKING:
+    from functions.relay.sweeper import OutboxSweeper, SweepLimits
+    from shared.lease import Leased
 
 
 def sns_publisher(settings: RelaySettings) -> SnsPublisher:
@@ -40,6 +45,8 @@ def build_stream_handler(settings: RelaySettings, metrics: Metrics, publisher: E
 
 
 def sweep_limits(settings: RelaySettings) -> SweepLimits:
+    from functions.relay.sweeper import SweepLimits
+
     return SweepLimits(
         threshold_seconds=settings.sweep_threshold_seconds,
         margin_seconds=settings.sweep_margin_seconds,
@@ -58,6 +65,8 @@ def build_sweeper(
     clock: Callable[[], datetime] = utc_now,
     publisher: EventPublisher | None = None,
 ) -> OutboxSweeper:
+    from functions.relay.sweeper import DynamoSweepStore, OutboxSweeper
+
     relay, _ = _relay(settings, metrics, clock, publisher)
     store = DynamoSweepStore(
         aws.client("dynamodb", settings.region, settings.aws_endpoint_url), settings.loans_table_name
@@ -67,6 +76,8 @@ def build_sweeper(
 
 def build_sweeper_lease(settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime] = utc_now) -> Leased:
     """One sweep at a time: the lease is an item of the loans table, the table the sweeper sweeps."""
+    from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease, Leased
+
     client = aws.client("dynamodb", settings.region, settings.aws_endpoint_url)
     store = DynamoLease(client, settings.loans_table_name, SWEEPER_LEASE_KEY)
     duration = timedelta(seconds=SWEEPER_TIMEOUT_SECONDS) + CLOCK_SKEW_MARGIN

@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+# Before anything imports pydantic: Powertools' batch utility imports its parser's event models (a tenth
+# of a second or more of a cold start, never used here) when it finds pydantic already loaded.
+import aws_lambda_powertools.utilities.batch  # noqa: F401
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.relay import bootstrap
 from functions.relay.settings import RelaySettings
-from functions.relay.sweeper import OutboxSweeper, SweepReport
 from shared.entry_points import Handler
-from shared.lease import Leased
 from shared.tracing import LazyTracer
+
+if TYPE_CHECKING:
+    from functions.relay.sweeper import OutboxSweeper, SweepReport
+    from shared.lease import Leased
 
 logger = Logger()
 tracer = LazyTracer()

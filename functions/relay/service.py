@@ -4,6 +4,7 @@ sweeper (functions/relay/sweeper.py, D7) both publish through it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from aws_lambda_powertools import Logger, Metrics
@@ -15,6 +16,10 @@ from shared import metric_names as names
 from shared.events import LoanEvent
 
 logger = Logger(child=True)
+
+# How many NOTIFIED marks are in flight at once: one UpdateItem per event (DynamoDB has no conditional
+# batch write), so a batch's marks overlap their round trips instead of queueing behind each other.
+MARK_CONCURRENCY = 8
 
 
 class OutboxRelay:
@@ -32,6 +37,7 @@ class OutboxRelay:
         self._store = store
         self._metrics = metrics
         self._clock = clock
+        self._marking: ThreadPoolExecutor | None = None  # made at the first batch of marks, then kept
 
     def publish(self, events: Sequence[LoanEvent]) -> dict[str, str]:
         """Publish `events`; returns {eventId: reason} for those that failed (not marked)."""
@@ -55,6 +61,27 @@ class OutboxRelay:
         now = self._clock()
         if not self._store.mark_notified(event, now):
             logger.info("outbox item already marked", extra={"event_id": event.eventId})
+
+    def mark_all(self, events: Sequence[LoanEvent]) -> dict[str, Exception]:
+        """Mark `events` NOTIFIED, MARK_CONCURRENCY at a time, each still conditioned on PENDING (one
+        marked meanwhile is left as it is); returns {eventId: error} for those whose mark failed (still
+        PENDING: the caller has them retried)."""
+        if len(events) < 2:
+            return self._marked_one_by_one(events)
+        if self._marking is None:
+            self._marking = ThreadPoolExecutor(max_workers=MARK_CONCURRENCY, thread_name_prefix="mark")
+        marks = {event.eventId: self._marking.submit(self.mark, event) for event in events}
+        failed = {event_id: mark.exception() for event_id, mark in marks.items()}
+        return {event_id: error for event_id, error in failed.items() if isinstance(error, Exception)}
+
+    def _marked_one_by_one(self, events: Sequence[LoanEvent]) -> dict[str, Exception]:
+        failed: dict[str, Exception] = {}
+        for event in events:
+            try:
+                self.mark(event)
+            except Exception as error:  # reported, as a failed mark in the pool is
+                failed[event.eventId] = error
+        return failed
 
     def count_unreadable(self, items: Sequence[UnreadableItem]) -> None:
         """Skip what cannot be read, and say so: the metric (alarmed; zero included, so the alarm sees

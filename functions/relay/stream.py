@@ -41,6 +41,8 @@ class StreamRelay:
         if unreadable:
             self._relay.count_unreadable(unreadable)
         failed = self._relay.publish(events)
+        # The batch's marks at once (bounded): a mark that failed fails its record, as a publish does.
+        unmarked = self._relay.mark_all([event for event in events if event.eventId not in failed])
 
         def record_handler(record: DynamoDBRecord) -> None:
             value = parsed.get(_sequence(record.raw_event))
@@ -48,7 +50,8 @@ class StreamRelay:
                 return  # not an outbox insert, or unreadable (counted above)
             if value.eventId in failed:
                 raise PublishFailed(f"event {value.eventId}: {failed[value.eventId]}")
-            self._relay.mark(value)
+            if value.eventId in unmarked:
+                raise unmarked[value.eventId]
 
         processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
         return dict(process_partial_response(event, record_handler, processor, context))

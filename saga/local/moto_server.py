@@ -10,11 +10,13 @@ errors real AWS gives and moto never does (aws_faults)."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import multiprocessing
 import signal
 import socket
 import threading
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
@@ -23,6 +25,7 @@ from typing import Any
 
 import urllib3
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.exceptions import InternalServerError
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from saga.local import moto_deployment, moto_metrics, moto_queries, moto_transactions
@@ -40,8 +43,55 @@ class _Serialized:
 
 
 class _QuietHandler(MotoRequestHandler):
+    """moto's request handler, quiet, and keeping connections alive: werkzeug's dev server closes every
+    connection after one answer (it cannot tell where a request ends when the app leaves part of its body
+    unread), so each AWS call opened a TCP connection and a server thread of its own (200 BatchGetItems, 200
+    connections). Here the whole body is read before the app runs (by its Content-Length) and the answer
+    goes out with its own, so the connection is ready for the client's next call. A chunked request, which
+    no client of this endpoint sends, is left to werkzeug (and its connection closed)."""
+
+    protocol_version = "HTTP/1.1"
+
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One line per AWS call would drown the runtime's own logs."""
+
+    def run_wsgi(self) -> None:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            self.close_connection = True
+            super().run_wsgi()
+            return
+        if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        environ = self.environ = self.make_environ()
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        environ["wsgi.input"] = io.BytesIO(self.rfile.read(length) if length else b"")
+        answer: list[Any] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[..., None]:
+            answer[:] = [status, headers]
+            return lambda data: None  # unused: every app here returns its body
+
+        try:
+            body = b"".join(self.server.app(environ, start_response))
+        except Exception:
+            self.log_error("Error on request:\n%s", traceback.format_exc())
+            body = b"".join(InternalServerError()(environ, start_response))
+        status, headers = answer
+        code, _, reason = str(status).partition(" ")
+        bodiless = int(code) in (204, 304) or int(code) < 200
+        try:
+            self.send_response(int(code), reason)
+            for name, value in headers:
+                if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                    self.send_header(name, value)
+            if not bodiless:
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if not bodiless and environ["REQUEST_METHOD"] != "HEAD":
+                self.wfile.write(body)
+            self.wfile.flush()
+        except OSError:  # the client went away, or an injected ReplyLost shut the connection
+            self.close_connection = True
 
 
 class MotoServer:
@@ -83,7 +133,8 @@ class MotoServer:
 
     def reset(self) -> None:
         """Forget every resource (moto's backends are shared by the whole process)."""
-        urllib3.request("POST", f"{self.url}/moto-api/reset")
+        # A hang guard, not urllib3's default 3 s: a reset of every backend took 3.6-4.9 s on a loaded machine.
+        urllib3.request("POST", f"{self.url}/moto-api/reset", timeout=60)
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -33,8 +33,13 @@ from shared.tables import CHANGES_INDEX, CUSTOMER_INDEX, JOURNEYS_TABLE, LOANS_T
 from tests.infra.deployment import REGION, SETTINGS, Container, Deployment, api_call, named, scheduled_event
 from tests.infra.lambda_container import STAGE_PATH
 
-# Set in every function by infra/functions.py for Powertools, which reads them itself.
-POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
+# Set in every function by infra/functions.py for Powertools and pydantic, which read them themselves.
+POWERTOOLS = {
+    "POWERTOOLS_SERVICE_NAME",
+    "POWERTOOLS_METRICS_NAMESPACE",
+    "POWERTOOLS_LOG_LEVEL",
+    "PYDANTIC_DISABLE_PLUGINS",
+}
 # Granted for what the platform does with the function's role, not for calls its code makes: writing its
 # logs, traces, the event source mappings' polling and on-failure delivery, SNS's use of the topic's key,
 # and the orchestrator's and the consumer's signed HTTP calls to loans-api.

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from functions.consumer import bootstrap as consumer_bootstrap
+from functions.consumer import service as consumer_service
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.publisher import SnsPublisher
 from saga.ops import road2
 from saga.ops.target import local_target
 from shared import aws
-from shared.events import LoanEvent
+from shared.events import LoanEvent, parse_event
 from tests.crashes import RelayDiesAfterPublish, once
 from tests.integration.aws_calls import scan
 from tests.integration.journeys import journey_in, new_journey, simulate, truth
@@ -381,6 +382,44 @@ def test_a_rejected_message_is_logged_with_its_reason_and_no_stack_trace(
     assert logged.levelname == "ERROR"
     assert logged.reason.startswith("seq 2 is beyond loans-api's ledger")
     assert logged.exc_info is None
+
+
+def test_a_batch_of_duplicates_reads_each_message_once_and_only_the_heads_of_their_records(
+    orchestrator, loans_api, consumer_settings, consumer_loans_http, monkeypatch
+):
+    # Given a journey whose newest event road 2 applied, and a batch of 10 redeliveries of its events
+    _, events = journey_events(orchestrator, loans_api)
+    handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"), http=consumer_loans_http)
+    assert handler({"Records": [sqs_record(events[-1].model_dump_json())]}, None) == {"batchItemFailures": []}
+    bodies = [events[i % len(events)].model_dump_json() for i in range(10)]
+    parsed: list[str] = []
+
+    def counting_parse(body: str) -> LoanEvent:
+        parsed.append(body)
+        return parse_event(body)
+
+    monkeypatch.setattr(consumer_service, "parse_event", counting_parse)
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def record(**kwargs: Any) -> None:
+        calls.append((kwargs["event_name"], kwargs.get("parsed") or {}))
+
+    hooks = aws.session()
+    hooks.register("after-call.dynamodb", record, unique_id="test-heads")
+    try:
+        handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"), http=consumer_loans_http)
+        # When the consumer's batch handler is given them
+        records = [{**sqs_record(body), "messageId": f"m-{i}"} for i, body in enumerate(bodies)]
+        answer = handler({"Records": records}, None)
+    finally:
+        hooks.unregister("after-call.dynamodb", unique_id="test-heads")
+    # Then every one is a no-op, each body was validated once (not once for the prefetch and again to apply),
+    # and the batch's one DynamoDB call read the stale check's fields of the record, not the whole record
+    assert answer == {"batchItemFailures": []}
+    assert sorted(parsed) == sorted(bodies), f"{len(parsed)} validations for {len(bodies)} messages"
+    assert [name.rsplit(".", 1)[-1] for name, _ in calls] == ["BatchGetItem"], calls
+    [items] = calls[0][1]["Responses"].values()
+    assert [set(item) for item in items] == [{"journeyId", "version", "lastAppliedSeq"}], items
 
 
 def test_dlq_list_says_an_event_loans_api_committed_but_road_2_could_not_apply_is_to_be_redriven(

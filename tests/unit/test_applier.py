@@ -9,10 +9,14 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.billing import KB, item_size
 from functions.loans_api import domain
+from functions.orchestrator.models import CreateJourneyRequest
 from shared.applier import EventApplier, Outcome, decide, rebuild, shows
 from shared.control_record import TRAIL_LENGTH, ControlRecord, Road, new_control_record
+from shared.control_store import control_item
 from shared.events import LoanEvent
+from shared.loan_terms import MAX_AMOUNT, MAX_TERM_MONTHS
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -212,3 +216,33 @@ def test_a_rebuild_of_a_journey_loans_api_has_no_ledger_of_takes_it_back_to_befo
     # And a new journey already shows it: nothing to rebuild
     assert shows(created, None)
     assert rebuild(created, None, NOW).outcome is Outcome.NOOP
+
+
+def test_the_control_record_stays_under_1_kb_whatever_the_journeys_history():
+    # Given the longest history one journey may have, with the largest inputs: a customer id of 128
+    # characters, the cap of quotes (each of the largest amount over the longest term) each accepted, then
+    # the disbursement; every event applied by the longest-named road, twice (the second a no-op)
+    ledger = domain.Ledger(domain.new_id())
+    events: list[LoanEvent] = []
+    for _ in range(domain.MAX_SIMULATIONS):
+        quoted = domain.create_simulation(ledger, MAX_AMOUNT, MAX_TERM_MONTHS, NOW)
+        assert quoted.event.snapshot.simulation is not None
+        accepted = domain.create_acceptance(quoted.ledger_after, quoted.event.snapshot.simulation.simulationId, NOW)
+        events += [quoted.event, accepted.event]
+        ledger = accepted.ledger_after
+    assert ledger.snapshot.acceptance is not None
+    events.append(domain.create_disbursement(ledger, ledger.snapshot.acceptance.acceptanceId, NOW).event)
+    customer = "c" * CreateJourneyRequest.model_fields["customerId"].metadata[-1].max_length
+    store = FakeControlRecordStore(new_control_record(ledger.journey_id, customer, NOW))
+    applier = EventApplier(store, clock=lambda: NOW)
+    sizes = []
+    for event in events:
+        applier.apply(event, "catch-up")
+        applier.apply(event, "catch-up")
+        sizes.append(item_size(control_item(store.record)))
+    # Then the record, as DynamoDB sizes the item (docs: CapacityUnitCalculations), stays under 1 KB
+    # after every write: each costs one write unit, however long the history (what grows is loans-api's
+    # history of the journey, not the record)
+    assert store.record.currentState == "disbursed"
+    assert len(store.record.appliedBy) == TRAIL_LENGTH
+    assert max(sizes) < KB, f"the record reached {max(sizes)} bytes (after event {sizes.index(max(sizes)) + 1})"

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 
-from functions.consumer.service import EventRejected
+from functions.consumer.service import Batch, EventRejected
 from functions.consumer.settings import ConsumerSettings
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.ops.road2 import diagnose
@@ -53,12 +53,11 @@ def test_a_batch_of_forged_messages_for_one_journey_costs_one_ledger_read():
     # Given a record at the simulation and loans-api at the simulation too
     record = fresh().model_copy(update={"lastAppliedSeq": SIMULATED.seq, "currentState": "simulated"})
     consumer, _, ledger, _ = system(record, SIMULATED)
-    known = {record.journeyId: record}
-    ledgers: dict[str, Any] = {}  # what the batch handler keeps for one batch (functions/consumer/bootstrap.py)
+    batch = Batch(records={record.journeyId: record})  # what the batch handler keeps for one batch
     # When one batch (10 messages, the consumer's batch size) brings 10 claims beyond the ledger for it
     for seq in range(2, 12):
         with pytest.raises(EventRejected):
-            consumer.consume(forged(ACCEPTED, seq=seq), known, ledgers)
+            consumer.consume(forged(ACCEPTED, seq=seq), batch)
     # Then loans-api is asked once for that journey in the batch: the answer cannot change what the next
     # claim beyond it is (today: 10 reads per batch, 30 per batch over its 3 receives, each one a loans-api
     # execution, from anyone who can publish a message)

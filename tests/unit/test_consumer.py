@@ -19,7 +19,7 @@ from functions.consumer.settings import ConsumerSettings
 from functions.loans_api import domain
 from shared import metric_names as names
 from shared.applier import EventApplier, Outcome
-from shared.control_record import ControlRecord, new_control_record
+from shared.control_record import ControlRecord, RecordHead, new_control_record
 from shared.events import LoanEvent
 from shared.loans_client import TransientLoansError
 from shared.topology import CONSUMER, EVENTS_QUEUE_SOURCE
@@ -39,9 +39,13 @@ class CountingRecords:
         self.reads += 1
         return self.records.get(journey_id)
 
-    def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]:
+    def heads(self, journey_ids: list[str]) -> dict[str, RecordHead]:
         self.reads += 1
-        return {j: self.records[j] for j in journey_ids if j in self.records}
+        return {
+            j: RecordHead(j, self.records[j].version, self.records[j].lastAppliedSeq)
+            for j in journey_ids
+            if j in self.records
+        }
 
     def replace(self, record: ControlRecord, expected_version: int) -> bool:
         self.writes += 1
@@ -209,10 +213,10 @@ def test_a_noop_costs_no_ledger_read_and_no_write_beyond_the_batchs_one_read():
     consumer.consume(ACCEPTED.model_dump_json())
     reads, writes = records.reads, records.writes
     bodies = [SIMULATED.model_dump_json(), ACCEPTED.model_dump_json()] * 5
-    known = consumer.prefetch(bodies)
+    batch = consumer.prefetch([*bodies, forged(DISBURSED, seq=2, journeyId="j1")])
     ledger.reads = 0
     # When the batch's duplicates (and a forged one the record is already past) are consumed
-    outcomes = [consumer.consume(body, known) for body in [*bodies, forged(DISBURSED, seq=2, journeyId="j1")]]
+    outcomes = [consumer.consume(body, batch) for body in [*bodies, forged(DISBURSED, seq=2, journeyId="j1")]]
     # Then every one is a no-op: the batch's one read, no ledger read, no write
     assert set(outcomes) == {Outcome.NOOP}
     assert (records.reads - reads, records.writes - writes, ledger.reads) == (1, 0, 0)
