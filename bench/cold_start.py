@@ -23,6 +23,7 @@ from typing import Any
 
 from saga.local.moto_server import MotoProcess
 from saga.local.resources import provision
+from shared import topology
 
 COLD_START = {
     "orchestrator": ("functions.orchestrator.handler", "_app"),
@@ -53,7 +54,10 @@ FIRST_REQUEST = {
     ),
     "orchestrator": ("GET", "/journeys/cold-{run}", None, {}),
 }
+# As deployed: infra and the local runtime set Powertools' and pydantic's environment on every function
+# (shared/topology.py powertools_environment), the floor's interpreter and every function's alike.
 COLD_ENV = {
+    **topology.powertools_environment("cold-start"),
     "LOANS_TABLE_NAME": "t",
     "JOURNEYS_TABLE_NAME": "t",
     "LOANS_API_URL": "http://loans",
