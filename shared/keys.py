@@ -27,8 +27,9 @@ _SEQ_WIDTH = 10
 # them by), in no index (they have no `type` and no `eventId`).
 SWEEPER_LEASE_KEY = {"pk": "LEASE#sweeper", "sk": "LEASE"}
 SWEEPER_CURSOR_PK = "SWEEPER#cursor"  # one item per partition of the changes index, `sk` its name
-# The journey-changes index's shard count in use (shared/tables.py): the highest any sweeper run was
-# configured with, raised by the sweeper and never lowered, so readers also walk shards a lowered count
+# The journey-changes index's shard count in use (shared/tables.py): the highest loans-api (before its first
+# write under a count above 1) or any sweeper run was configured with (shared/outbox.py
+# record_changes_shards), never lowered, so readers also walk shards a lowered count
 # no longer writes to (changes_partitions). In no index, not an event, like the cursors.
 CHANGES_SHARDS_KEY = {"pk": "CHANGES#shards", "sk": "COUNT"}
 

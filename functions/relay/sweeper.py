@@ -6,7 +6,8 @@ by time), and the sweeper walks each partition from a cursor it keeps in the loa
 
 * The partitions are every event type's shards 0 .. n-1 (shared/keys.py changes_partitions), n the larger
   of its configured shard count (the target rate's, as loans-api's) and the count recorded in the table,
-  which a run configured with more raises first and nothing lowers: entries written under a count since
+  which loans-api raises before writing under a larger count, a run configured with more raises first,
+  and nothing lowers: entries written under a count since
   lowered are still walked. A partition without a cursor (a new shard) is walked from the initial
   lookback, so what loans-api wrote there before this sweeper knew the count is still examined.
 
@@ -408,17 +409,7 @@ class DynamoSweepStore:
         return int(from_item(found[key]).get("shards", 0)) if key in found else 0
 
     def record_shards(self, shards: int) -> None:
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=to_item({**CHANGES_SHARDS_KEY, "shards": shards}),
-                ConditionExpression="attribute_not_exists(pk) OR #shards < :shards",
-                ExpressionAttributeNames={"#shards": "shards"},
-                ExpressionAttributeValues=to_item({":shards": shards}),
-            )
-        except ClientError as error:
-            if error_code(error) != "ConditionalCheckFailedException":  # a larger count is recorded: it stays
-                raise
+        outbox.record_changes_shards(self._client, self._table, shards)
 
     def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]:
         keys = [Entry("", SWEEPER_CURSOR_PK, partition) for partition in partitions]

@@ -234,3 +234,41 @@ def test_a_sweep_out_of_time_queries_no_further_partition_and_counts_each_from_i
     assert (queried, report.republished) == ([], 0), f"queried {queried}; report {report}"
     assert report.oldest_age_seconds >= 11 * 60 - 1, f"report: {report}"
     assert published_ids(sqs, resources) == []
+
+
+def test_a_count_loans_api_wrote_under_is_walked_even_if_no_sweeper_ever_ran_with_it(
+    dynamodb: DynamoDBClient, sqs: SQSClient, resources, loans_settings, relay_settings, auditor_settings
+):
+    # Given loans-api deployed with 4 shards, which commits a journey's event to shard 3, and the deploy then
+    # rolled back to 1 shard (or redeployed with 1) before any sweeper or audit ran with 4
+    loans_api = ApiClient(
+        loans_bootstrap.build(
+            loans_settings.model_copy(update={"changes_index_shards": 4}), quiet_metrics("loans-api")
+        ),
+        name="loans-api",
+    )
+    journey_id = journey_in_shard("rolled-back", 3, 4)
+    reply = loans_api.post("/simulations", {"journeyId": journey_id, "amount": 5000, "termMonths": 12},
+                           key=f"{journey_id}-1")  # fmt: skip
+    assert reply.status == 201, reply.body
+    now = datetime.now(UTC)
+    # When the audit and the sweeper, configured with 1 shard, run (the sweeper once the event is stale)
+    _, changes = auditor_bootstrap.build_auditor(dynamodb, dynamodb, auditor_settings)
+    found = changes.changed_between(event_ids.lower_bound(now - timedelta(minutes=10)), now + timedelta(seconds=1), 100)
+    report = sweeper(relay_settings, 1, now + timedelta(minutes=5)).sweep()
+    # Then both found it in shard 3: loans-api recorded the count it writes under before writing under it
+    assert [c.journey_id for c in found] == [journey_id], f"the audit's changes: {found}"
+    assert (report.pending, report.republished) == (1, 1), f"sweeper report: {report}"
+    assert DynamoSweepStore(dynamodb, resources.loans_table).recorded_shards() == 4
+
+
+def test_loans_api_at_one_shard_records_nothing_and_writes_only_its_transaction(
+    dynamodb: DynamoDBClient, resources, loans_settings
+):
+    # Given loans-api with the default single shard (every reader walks shard 0 whatever it is told)
+    loans_api = ApiClient(loans_bootstrap.build(loans_settings, quiet_metrics("loans-api")), name="loans-api")
+    # When it commits a command
+    reply = loans_api.post("/simulations", {"journeyId": "one-shard", "amount": 5000, "termMonths": 12}, key="k-1")
+    assert reply.status == 201, reply.body
+    # Then no shard count was recorded: the hot path pays nothing for the shards at one shard
+    assert DynamoSweepStore(dynamodb, resources.loans_table).recorded_shards() == 0
