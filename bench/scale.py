@@ -222,13 +222,13 @@ SCALE_NOTES = """## How to read it, and what is not modelled
 
 * **The index's keys are sharded by the target.** The loans table's one index, journey-changes (the audit's
   and the sweeper's), has a sort key (a UUIDv7 `eventId`) that only grows, so DynamoDB's split-for-heat
-  cannot spread a key's writes: each key value is one partition at 1,000 write units/s, and a throttled index
-  write throttles the table write (the whole transaction). Its key is the event type and a shard (the
-  journey id's CRC-32 modulo the shard count, shared/keys.py), and `-c targetJourneysPerSecond` derives the
-  count so that the most frequent type (two `SimulationCreated` per journey) stays at half a partition per
-  shard. Still one entry (one write unit) per event whatever the count: the shards spread the writes, they
-  do not add any. The sweeper and the audit walk every shard (docs/ARCHITECTURE.md D7): a query per event
-  type and shard per run.
+  cannot spread a key's writes: each key value is one partition at 1,000 write units/s, and a throttled
+  index write throttles the table write (the whole transaction). Its key is the event type and a shard (the
+  eventId's CRC-32 modulo the shard count, shared/keys.py: never the caller's journey id), and
+  `-c targetJourneysPerSecond` derives the count so that the most frequent type (two `SimulationCreated` per
+  journey) stays at half a partition per shard. Still one entry (one write unit) per event whatever the
+  count: the shards spread the writes, they do not add any. The sweeper and the audit walk every shard
+  (docs/ARCHITECTURE.md D7): a query per event type and shard per run.
 * **Journey partitions are not hot.** Every item of a journey shares its partition, but a journey's
   commands are sequential (one agent, one ledger `seq`): tens of write units per journey, spread over
   seconds. Receipts are one partition each.

@@ -21,15 +21,15 @@ NOTIFIED = "NOTIFIED"
 
 
 def outbox_item(event: LoanEvent, changes_shards: int = 1) -> dict[str, Any]:
-    """The outbox item for `event`, PENDING: in the journey-changes index by its type and its journey's
-    shard among `changes_shards` (loans-api's setting), and its eventId."""
+    """The outbox item for `event`, PENDING: in the journey-changes index by its type and its shard among
+    `changes_shards` (loans-api's setting; from its eventId, shared/keys.py changes_shard), and its eventId."""
     values = event.model_dump(mode="json")
     return to_item(
         {
             "pk": journey_pk(event.journeyId),
             "sk": event_sk(event.seq),
             **values,
-            CHANGES_PARTITION_ATTRIBUTE: changes_partition(event.type, changes_shard(event.journeyId, changes_shards)),
+            CHANGES_PARTITION_ATTRIBUTE: changes_partition(event.type, changes_shard(event.eventId, changes_shards)),
             "status": PENDING,
             "attempts": 0,
         }
