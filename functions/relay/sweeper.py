@@ -354,16 +354,26 @@ class PendingNow:
     unreadable: int
 
 
+# What `saga status` reads whole (strongly consistent) at most, however many partitions: the pre-sharding
+# bound (4 event types x 100,000). It is spread over the partitions, each read oldest first, so the oldest
+# PENDING age stays exact; past the bound the count is a floor (a busy stack's young events).
+PENDING_NOW_MAX_ENTRIES = 400_000
+
+
 def pending_now(store: SweepStore, now: datetime, margin_seconds: float) -> PendingNow:
     """What is PENDING now, as far as the sweeper can know, without changing anything (`saga status`):
-    its revisits and every event from its cursors' margin up to now, read whole and strongly consistent,
-    in every partition the sweeper walks (the shard count it recorded; the default's when none is). A
+    its revisits and every event from its cursors' margin up to now (at most PENDING_NOW_MAX_ENTRIES in
+    all, the oldest of each partition), read whole and strongly consistent, in every partition the sweeper
+    walks (the shard count it recorded; the default's when none is). A
     partition never swept is read from `now` less the margin."""
     entries: dict[tuple[str, str], Entry] = {}
     shards = max(store.recorded_shards(), DEFAULT_CAPACITY.changes_index_shards)
-    for cursor in store.cursors(partitions(shards)).values():
+    cursors = store.cursors(partitions(shards)).values()
+    per_partition = max(1, PENDING_NOW_MAX_ENTRIES // len(cursors))
+    for cursor in cursors:
         start = _margin_start(cursor.after or event_ids.lower_bound(now), timedelta(seconds=margin_seconds))
-        found, _ = store.changes(cursor.partition, start, event_ids.lower_bound(now + timedelta(seconds=1)), 100_000)
+        end = event_ids.lower_bound(now + timedelta(seconds=1))
+        found, _ = store.changes(cursor.partition, start, end, per_partition)
         entries.update({(e.pk, e.sk): e for e in [*cursor.revisits, *found]})
     items, unread = store.read(list(entries.values()), consistent=True)
     pending = [item for item in items.values() if _status(item) == outbox.PENDING]

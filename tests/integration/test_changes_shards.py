@@ -16,6 +16,7 @@ from functions.auditor import bootstrap as auditor_bootstrap
 from functions.auditor.settings import AuditorSettings
 from functions.loans_api import bootstrap as loans_bootstrap
 from functions.relay import bootstrap as relay_bootstrap
+from functions.relay import sweeper as sweeper_module
 from functions.relay.settings import RelaySettings
 from functions.relay.sweeper import DynamoSweepStore, partitions, pending_now
 from shared import event_ids, outbox
@@ -317,3 +318,29 @@ def test_journey_ids_an_agent_chooses_cannot_pile_one_types_index_entries_onto_o
     per_shard = {p: len(store.changes(p, early, far, 100)[0]) for p in partitions(4) if p.startswith("Simulation")}
     assert sum(per_shard.values()) == 40, f"entries per partition: {per_shard}"
     assert max(per_shard.values()) <= 25, f"entries per partition: {per_shard}"
+
+
+def test_saga_status_reads_a_bounded_number_of_entries_whole_however_many_shards_and_finds_the_oldest(
+    dynamodb: DynamoDBClient, resources, relay_settings, monkeypatch
+):
+    # Given a sweeper that recorded 4 shards, and 3 young PENDING events in each SimulationCreated shard
+    sweeper(relay_settings, 4).sweep()
+    events = [stale_in_shard(f"young-{s}-{n}", s, 4, minutes_ago=0.3 + 0.1 * n) for s in range(4) for n in range(3)]
+    put(dynamodb, resources, *(outbox.outbox_item(e, 4) for e in events))
+    # And `saga status` allowed 4 entries in all (its bound: the read is strongly consistent, whole items)
+    monkeypatch.setattr(sweeper_module, "PENDING_NOW_MAX_ENTRIES", 4)
+    store = DynamoSweepStore(dynamodb, resources.loans_table)
+    read: list[int] = []
+    whole = DynamoSweepStore.read
+
+    def counted(self: DynamoSweepStore, entries: Any, consistent: bool) -> Any:
+        read.append(len(entries))
+        return whole(self, entries, consistent)
+
+    monkeypatch.setattr(DynamoSweepStore, "read", counted)
+    # When it asks what is PENDING
+    found = pending_now(store, datetime.now(UTC), 30.0)
+    # Then it read at most one entry per partition holding events (the bound spread over 16 partitions), not
+    # all 12, and its oldest is still the oldest of all (each partition is read oldest first)
+    assert read[-1] <= 4, f"entries per read (the count, the cursors, then the entries whole): {read}"
+    assert found.oldest == min(e.occurredAt for e in events), f"found: {found}"
