@@ -8,7 +8,9 @@ account-wide CloudWatch role alone (by default the stack sets it where none is s
 `-c alarmEmail=ADDRESS` to subscribe an address to the alarms; `-c targetJourneysPerSecond=N` to size the
 agent API's throttle, the consumer's concurrency and the relay's
 parallelization factor for N journeys per second (shared/capacity.py, docs/SCALE.md; default 20);
-`-c bedrockAgent=true` to add Amazon Bedrock Agents' action-group executor (infra/bedrock.py; docs/DEPLOY.md)."""
+`-c bedrockAgent=true` to add Amazon Bedrock Agents' action-group executor (infra/bedrock.py; docs/DEPLOY.md);
+`-c journeyChangesIndex=false` only for the first of the two deploys that upgrade a stack deployed before the
+journey-changes index was sharded (docs/DEPLOY.md, "Upgrade")."""
 
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, LoanSagaStack]:
         alarm_email=app.node.try_get_context("alarmEmail") or None,
         capacity=derive(target),
         bedrock_agent=_flag(app, "bedrockAgent"),
+        changes_index=_flag(app, "journeyChangesIndex", default=True),
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
         description="Orchestrated loan-journey saga: agent-safe retries, atomic receipts, transactional outbox",
     )

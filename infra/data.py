@@ -3,6 +3,8 @@ the local runtime uses (shared.tables)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
@@ -22,9 +24,14 @@ class DataTables(Construct):
     first deploy rolls back, and a retained table survives `cdk destroy` anyway. An operator protects
     them from a direct DeleteTable once the stack is up (docs/DEPLOY.md, "Deploy")."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, removal: RemovalPolicy) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, removal: RemovalPolicy, changes_index: bool = True
+    ) -> None:
         super().__init__(scope, construct_id)
-        self.loans = self._table(LOANS_TABLE, removal)
+        # Without the journey-changes index only for the first of the two deploys that upgrade a stack
+        # deployed before its key was sharded (docs/DEPLOY.md, "Upgrade"): a GSI's key cannot change in
+        # place, and CloudFormation deletes or creates one index per table update.
+        self.loans = self._table(LOANS_TABLE if changes_index else replace(LOANS_TABLE, indexes=()), removal)
         self.journeys = self._table(JOURNEYS_TABLE, removal)
 
     def _table(self, spec: TableSpec, removal: RemovalPolicy) -> dynamodb.Table:

@@ -43,6 +43,7 @@ class LoanSagaStack(Stack):
         alarm_email: str | None = None,
         capacity: Capacity = DEFAULT_CAPACITY,
         bedrock_agent: bool = False,
+        changes_index: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -52,7 +53,7 @@ class LoanSagaStack(Stack):
         # replaces it, but not when its creation fails: a rolled-back first deploy leaves nothing behind
         # that would block the retry. A dev stack removes everything.
         keep = RemovalPolicy.DESTROY if dev else RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
-        data = DataTables(self, "Data", removal=keep)
+        data = DataTables(self, "Data", removal=keep, changes_index=changes_index)
         messaging = Messaging(self, "Messaging")
         for kept in (messaging.key, messaging.queue, messaging.dlq, messaging.relay_failures):
             kept.apply_removal_policy(keep)

@@ -27,19 +27,20 @@ _SEQ_WIDTH = 10
 # them by), in no index (they have no `type` and no `eventId`).
 SWEEPER_LEASE_KEY = {"pk": "LEASE#sweeper", "sk": "LEASE"}
 SWEEPER_CURSOR_PK = "SWEEPER#cursor"  # one item per partition of the changes index, `sk` its name
-# The journey-changes index's shard count in use (shared/tables.py): the highest any sweeper run was
-# configured with, raised by the sweeper and never lowered, so readers also walk shards a lowered count
+# The journey-changes index's shard count in use (shared/tables.py): the highest loans-api (before its first
+# write under a count above 1) or any sweeper run was configured with (shared/outbox.py
+# record_changes_shards), never lowered, so readers also walk shards a lowered count
 # no longer writes to (changes_partitions). In no index, not an event, like the cursors.
 CHANGES_SHARDS_KEY = {"pk": "CHANGES#shards", "sk": "COUNT"}
 
 # -- the loans table's journey-changes index (shared/tables.py CHANGES_INDEX) ------------------------
 # Its partition key is an event item's `changesKey`: the event type and a shard, `SimulationCreated#3`.
-# The shard is the journey id's CRC-32 modulo the shard count loans-api is configured with (derived from
-# the target rate, shared/capacity.py), so one type's entries spread over that many partitions and a
-# journey's events share one. A reader walks shards 0 .. n-1 of every type, n the larger of its own
-# configured count and the count recorded at CHANGES_SHARDS_KEY: entries written under an older, larger
-# count are still walked; a shard a raised count adds has no cursor yet and is walked from the reader's
-# initial lookback (docs/ARCHITECTURE.md D7).
+# The shard is the eventId's CRC-32 modulo the shard count loans-api is configured with (derived from
+# the target rate, shared/capacity.py), so one type's entries spread over that many partitions whatever
+# journey ids the callers choose (the eventId's random bits are loans-api's). A reader walks shards
+# 0 .. n-1 of every type, n the larger of its own configured count and the count recorded at
+# CHANGES_SHARDS_KEY: entries written under an older, larger count are still walked; a shard a raised
+# count adds has no cursor yet and is walked from the reader's initial lookback (docs/ARCHITECTURE.md D7).
 CHANGES_KEY_SEPARATOR = "#"
 
 # -- the journeys table (the orchestrator's) ---------------------------------------------------------
@@ -59,9 +60,11 @@ def event_sk(seq: int) -> str:
     return f"{EVENT_PREFIX}{seq:0{_SEQ_WIDTH}d}"
 
 
-def changes_shard(journey_id: str, shards: int) -> int:
-    """The shard of the journey-changes index a journey's events are written to, under `shards` shards."""
-    return zlib.crc32(journey_id.encode()) % shards
+def changes_shard(event_id: str, shards: int) -> int:
+    """The shard of the journey-changes index an event is written to, under `shards` shards: from its
+    eventId, whose random bits loans-api mints, never from the journey id a caller chooses (a set of ids
+    crafted to one shard would throttle that shard's partition, and every journey written to it)."""
+    return zlib.crc32(event_id.encode()) % shards
 
 
 def changes_partition(event_type: str, shard: int) -> str:

@@ -4,27 +4,32 @@ once published. One module, one secret: how an event is stored (its key: shared/
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shared.dynamo import from_item, to_item
+from botocore.exceptions import ClientError
+
+from shared.dynamo import error_code, from_item, to_item
 from shared.events import LoanEvent
-from shared.keys import EVENT_PREFIX, changes_partition, changes_shard, event_sk, journey_pk
+from shared.keys import CHANGES_SHARDS_KEY, EVENT_PREFIX, changes_partition, changes_shard, event_sk, journey_pk
 from shared.tables import CHANGES_PARTITION_ATTRIBUTE
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 PENDING = "PENDING"
 NOTIFIED = "NOTIFIED"
 
 
 def outbox_item(event: LoanEvent, changes_shards: int = 1) -> dict[str, Any]:
-    """The outbox item for `event`, PENDING: in the journey-changes index by its type and its journey's
-    shard among `changes_shards` (loans-api's setting), and its eventId."""
+    """The outbox item for `event`, PENDING: in the journey-changes index by its type and its shard among
+    `changes_shards` (loans-api's setting; from its eventId, shared/keys.py changes_shard), and its eventId."""
     values = event.model_dump(mode="json")
     return to_item(
         {
             "pk": journey_pk(event.journeyId),
             "sk": event_sk(event.seq),
             **values,
-            CHANGES_PARTITION_ATTRIBUTE: changes_partition(event.type, changes_shard(event.journeyId, changes_shards)),
+            CHANGES_PARTITION_ATTRIBUTE: changes_partition(event.type, changes_shard(event.eventId, changes_shards)),
             "status": PENDING,
             "attempts": 0,
         }
@@ -41,3 +46,21 @@ def event_from_item(item: dict[str, Any]) -> LoanEvent:
     """The event stored in a DynamoDB-typed outbox item (stream NewImage or table item)."""
     values = from_item(item)
     return LoanEvent.model_validate({name: values[name] for name in LoanEvent.model_fields})
+
+
+def record_changes_shards(client: DynamoDBClient, table_name: str, shards: int) -> None:
+    """Record `shards` as the journey-changes index's shard count in use (shared/keys.py CHANGES_SHARDS_KEY),
+    unless a larger count is recorded: it is never lowered. loans-api calls it before its first write under
+    a count above 1, the sweeper on every run, so the readers (which walk the recorded count) know of every
+    shard written to, even under a count a rolled-back or superseded deploy no longer configures."""
+    try:
+        client.put_item(
+            TableName=table_name,
+            Item=to_item({**CHANGES_SHARDS_KEY, "shards": shards}),
+            ConditionExpression="attribute_not_exists(pk) OR #shards < :shards",
+            ExpressionAttributeNames={"#shards": "shards"},
+            ExpressionAttributeValues=to_item({":shards": shards}),
+        )
+    except ClientError as error:
+        if error_code(error) != "ConditionalCheckFailedException":  # a larger count is recorded: it stays
+            raise

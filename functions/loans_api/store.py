@@ -44,6 +44,11 @@ class DynamoLoanStore:
         self._client = client
         self._table = table_name
         self._changes_shards = changes_shards  # the journey-changes index's shards to write events to
+        # A count above 1 is recorded before the first write under it (once per container), so the sweeper
+        # and the audit walk every shard written to, even if no reader ever runs with this count (a deploy
+        # rolled back, or superseded by a lower count, before they did). At 1 nothing is recorded: every
+        # reader walks shard 0.
+        self._shards_recorded = changes_shards <= 1
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -96,6 +101,9 @@ class DynamoLoanStore:
     # -- the one transaction ------------------------------------------------------------------
 
     def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome:
+        if not self._shards_recorded:
+            outbox.record_changes_shards(self._client, self._table, self._changes_shards)
+            self._shards_recorded = True
         items: list[TransactWriteItemTypeDef] = [
             self._put_receipt(receipt, expires_at),
             self._put_journey(change),

@@ -6,7 +6,8 @@ by time), and the sweeper walks each partition from a cursor it keeps in the loa
 
 * The partitions are every event type's shards 0 .. n-1 (shared/keys.py changes_partitions), n the larger
   of its configured shard count (the target rate's, as loans-api's) and the count recorded in the table,
-  which a run configured with more raises first and nothing lowers: entries written under a count since
+  which loans-api raises before writing under a larger count, a run configured with more raises first,
+  and nothing lowers: entries written under a count since
   lowered are still walked. A partition without a cursor (a new shard) is walked from the initial
   lookback, so what loans-api wrote there before this sweeper knew the count is still examined.
 
@@ -353,16 +354,26 @@ class PendingNow:
     unreadable: int
 
 
+# What `saga status` reads whole (strongly consistent) at most, however many partitions: the pre-sharding
+# bound (4 event types x 100,000). It is spread over the partitions, each read oldest first, so the oldest
+# PENDING age stays exact; past the bound the count is a floor (a busy stack's young events).
+PENDING_NOW_MAX_ENTRIES = 400_000
+
+
 def pending_now(store: SweepStore, now: datetime, margin_seconds: float) -> PendingNow:
     """What is PENDING now, as far as the sweeper can know, without changing anything (`saga status`):
-    its revisits and every event from its cursors' margin up to now, read whole and strongly consistent,
-    in every partition the sweeper walks (the shard count it recorded; the default's when none is). A
+    its revisits and every event from its cursors' margin up to now (at most PENDING_NOW_MAX_ENTRIES in
+    all, the oldest of each partition), read whole and strongly consistent, in every partition the sweeper
+    walks (the shard count it recorded; the default's when none is). A
     partition never swept is read from `now` less the margin."""
     entries: dict[tuple[str, str], Entry] = {}
     shards = max(store.recorded_shards(), DEFAULT_CAPACITY.changes_index_shards)
-    for cursor in store.cursors(partitions(shards)).values():
+    cursors = store.cursors(partitions(shards)).values()
+    per_partition = max(1, PENDING_NOW_MAX_ENTRIES // len(cursors))
+    for cursor in cursors:
         start = _margin_start(cursor.after or event_ids.lower_bound(now), timedelta(seconds=margin_seconds))
-        found, _ = store.changes(cursor.partition, start, event_ids.lower_bound(now + timedelta(seconds=1)), 100_000)
+        end = event_ids.lower_bound(now + timedelta(seconds=1))
+        found, _ = store.changes(cursor.partition, start, end, per_partition)
         entries.update({(e.pk, e.sk): e for e in [*cursor.revisits, *found]})
     items, unread = store.read(list(entries.values()), consistent=True)
     pending = [item for item in items.values() if _status(item) == outbox.PENDING]
@@ -408,17 +419,7 @@ class DynamoSweepStore:
         return int(from_item(found[key]).get("shards", 0)) if key in found else 0
 
     def record_shards(self, shards: int) -> None:
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=to_item({**CHANGES_SHARDS_KEY, "shards": shards}),
-                ConditionExpression="attribute_not_exists(pk) OR #shards < :shards",
-                ExpressionAttributeNames={"#shards": "shards"},
-                ExpressionAttributeValues=to_item({":shards": shards}),
-            )
-        except ClientError as error:
-            if error_code(error) != "ConditionalCheckFailedException":  # a larger count is recorded: it stays
-                raise
+        outbox.record_changes_shards(self._client, self._table, shards)
 
     def cursors(self, partitions: Sequence[str]) -> dict[str, Cursor]:
         keys = [Entry("", SWEEPER_CURSOR_PK, partition) for partition in partitions]
