@@ -28,6 +28,7 @@ _MODELS = (
     "chosen when the agent is created (aws bedrock-agent create-agent --foundation-model), after deployment, "
     "and a cross-region inference profile routes to the model in other regions."
 )
+_INVOKE = "InvokeModel and InvokeModelWithResponseStream, the two ways an agent calls its model (AWS's prerequisites)."
 
 
 class BedrockExecutor(Construct):
@@ -87,20 +88,27 @@ class BedrockExecutor(Construct):
             ),
             description="loan saga: the service role of a Bedrock agent driving loan journeys",
         )
+        # As AWS's inference-profile prerequisites list them (https://docs.aws.amazon.com/bedrock/latest/
+        # userguide/inference-profiles-prereq.html), for use, not management: invoke a foundation model, a
+        # system (cross-region) or an application profile of this account, and read a profile.
         models = f"arn:{stack.partition}:bedrock:*::foundation-model/*"
-        profiles = stack.format_arn(service="bedrock", resource="inference-profile", resource_name="*")
+        profiles = [
+            stack.format_arn(service="bedrock", region="*", resource=kind, resource_name="*")
+            for kind in ("inference-profile", "application-inference-profile")
+        ]
         self.agent_role.add_to_policy(
-            iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[models, profiles])
+            iam.PolicyStatement(actions=["bedrock:InvokeModel*"], resources=[models, *profiles])
         )
+        self.agent_role.add_to_policy(iam.PolicyStatement(actions=["bedrock:GetInferenceProfile"], resources=profiles))
         partition = _literal_or(stack.partition, "<AWS::Partition>")
-        region, account = _literal_or(stack.region, "<AWS::Region>"), _literal_or(stack.account, "<AWS::AccountId>")
+        account = _literal_or(stack.account, "<AWS::AccountId>")
         finding = "AwsSolutions::AwsSolutions-IAM5[Resource::arn:{}]"
         Validations.of(self.agent_role).acknowledge(
             Acknowledgment(id=finding.format(f"{partition}:bedrock:*::foundation-model/*"), reason=_MODELS),
-            Acknowledgment(
-                id=finding.format(f"{partition}:bedrock:{region}:{account}:inference-profile/*"), reason=_MODELS
-            ),
-        )
+            *(Acknowledgment(id=finding.format(f"{partition}:bedrock:*:{account}:{kind}/*"), reason=_MODELS)
+              for kind in ("inference-profile", "application-inference-profile")),
+            Acknowledgment(id="AwsSolutions::AwsSolutions-IAM5[Action::bedrock:InvokeModel*]", reason=_INVOKE),
+        )  # fmt: skip
 
 
 def _literal_or(value: str, placeholder: str) -> str:
