@@ -6,7 +6,6 @@ syntheses pass cdk-nag (tests/infra/conftest.py `synth` raises on any finding)."
 from __future__ import annotations
 
 import json
-
 from typing import Any
 
 from shared import entry_points
@@ -98,5 +97,7 @@ def test_the_agents_role_may_only_invoke_models_and_only_bedrock_may_assume_it(v
     assert set(granted) == {"bedrock:InvokeModel*", "bedrock:GetInferenceProfile"}, granted
     invoke, read = granted["bedrock:InvokeModel*"], granted["bedrock:GetInferenceProfile"]
     for kind in (":inference-profile/*", ":application-inference-profile/*"):
-        assert kind in invoke and kind in read, (kind, invoke, read)
-    assert "::foundation-model/*" in invoke and "foundation-model" not in read, (invoke, read)
+        assert kind in invoke, (kind, invoke)
+        assert kind in read, (kind, read)
+    assert "::foundation-model/*" in invoke, invoke
+    assert "foundation-model" not in read, read
