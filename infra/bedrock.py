@@ -19,6 +19,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import packaging
+from shared import metric_names as names
 from shared import topology
 from shared.topology import Function
 
@@ -64,7 +65,10 @@ class BedrockExecutor(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,
             role=orchestrator.role,
-            environment={**topology.powertools_environment(declared.service), **environment},
+            environment={
+                **topology.powertools_environment(declared.service, names.stack_namespace(stack.stack_name)),
+                **environment,
+            },
             description="loan saga: Amazon Bedrock Agents action-group executor (the orchestrator's operations)",
         )
         agents = stack.format_arn(service="bedrock", resource="agent", resource_name="*")

@@ -10,6 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import packaging
+from shared import metric_names as names
 from shared import topology
 from shared.settings import BaseSettings
 from shared.topology import Function
@@ -73,7 +74,7 @@ class SagaFunctions(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,
             role=role,
-            environment=topology.powertools_environment(service),
+            environment=topology.powertools_environment(service, names.stack_namespace(Stack.of(self).stack_name)),
             description=f"loan saga: {service}",
         )
 

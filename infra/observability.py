@@ -45,9 +45,11 @@ class Watched:
     schedules: dict[str, events.Rule]
 
 
-def saga_metric(service: str, name: str, statistic: str = "Sum") -> cw.Metric:
+def saga_metric(namespace: str, service: str, name: str, statistic: str = "Sum") -> cw.Metric:
+    """One of the saga's metrics as its `service` writes it in a stack's `namespace` (its own:
+    metric_names.stack_namespace), so a stack's widgets and alarms read only what its functions write."""
     return cw.Metric(
-        namespace=names.NAMESPACE,
+        namespace=namespace,
         metric_name=name,
         dimensions_map={"service": service},
         statistic=statistic,
@@ -63,22 +65,27 @@ class Observability(Construct):
         self.alarm_topic = self._alarm_topic(key, alarm_email)
         self.alarms: dict[str, cw.Alarm] = {}
         w = watched
-        oldest_pending = saga_metric(names.SWEEPER, names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, "Maximum")
+        own = names.stack_namespace(Stack.of(self).stack_name)
+
+        def metric(service: str, name: str, statistic: str = "Sum") -> cw.Metric:
+            return saga_metric(own, service, name, statistic)
+
+        oldest_pending = metric(names.SWEEPER, names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, "Maximum")
         iterator_age = w.relay.metric("IteratorAge", statistic="Maximum", period=PERIOD)
         queue_age = w.queue.metric_approximate_age_of_oldest_message(period=PERIOD)
         publish_failures = cw.MathExpression(
             expression="FILL(relay, 0) + FILL(sweeper, 0)",
-            using_metrics={service: saga_metric(service, names.PUBLISH_FAILURES) for service in ("relay", "sweeper")},
+            using_metrics={service: metric(service, names.PUBLISH_FAILURES) for service in ("relay", "sweeper")},
             label="publish failures (relay + sweeper)",
             period=PERIOD,
         )
         self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Outbox age", width=12, left=[oldest_pending], right=[
-                saga_metric(names.RELAY, names.OUTBOX_AGE_AT_PUBLISH_MS, stat)
+                metric(names.RELAY, names.OUTBOX_AGE_AT_PUBLISH_MS, stat)
                 for stat in ("p50", "p99", "Maximum")]),
             cw.GraphWidget(title="Pending outbox count", width=6,
-                           left=[saga_metric(names.SWEEPER, names.PENDING_OUTBOX_COUNT, "Maximum")]),
+                           left=[metric(names.SWEEPER, names.PENDING_OUTBOX_COUNT, "Maximum")]),
             cw.GraphWidget(title="DLQ depth", width=6, left=[
                 w.dlq.metric_approximate_number_of_messages_visible(label="events DLQ", period=PERIOD),
                 w.relay_failures.metric_approximate_number_of_messages_visible(label="relay failures", period=PERIOD),
@@ -91,24 +98,24 @@ class Observability(Construct):
             cw.GraphWidget(title="Stream iterator age (ms) and publish failures", width=8, left=[iterator_age],
                            right=[publish_failures]),
             cw.GraphWidget(title="Consumer outcomes", width=8, left=[
-                saga_metric(names.CONSUMER, metric) for metric in
+                metric(names.CONSUMER, outcome) for outcome in
                 (names.EVENTS_APPLIED, names.EVENTS_DEDUPLICATED, names.EVENTS_SKIPPED, names.EVENTS_FAILED,
                  names.EVENTS_REJECTED)]),
         )  # fmt: skip
-        out_of_sync = saga_metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
-        unreadable = saga_metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
+        out_of_sync = metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
+        unreadable = metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Journeys out of sync (audit)", width=12, left=[out_of_sync], right=[
-                saga_metric(names.AUDITOR, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS, "Maximum").with_(period=AUDIT_PERIOD)
+                metric(names.AUDITOR, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS, "Maximum").with_(period=AUDIT_PERIOD)
             ]),
             cw.GraphWidget(title="Unreadable outbox items", width=12, left=[
-                unreadable, saga_metric(names.RELAY, names.UNREADABLE_OUTBOX_ITEMS)]),
+                unreadable, metric(names.RELAY, names.UNREADABLE_OUTBOX_ITEMS)]),
         )  # fmt: skip
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Idempotent replays and compensations", width=8, left=[
-                saga_metric(names.LOANS_API, names.IDEMPOTENT_REPLAYS),
-                saga_metric(names.ORCHESTRATOR, names.IDEMPOTENT_REPLAYS),
-                saga_metric(names.LOANS_API, names.COMPENSATIONS),
+                metric(names.LOANS_API, names.IDEMPOTENT_REPLAYS),
+                metric(names.ORCHESTRATOR, names.IDEMPOTENT_REPLAYS),
+                metric(names.LOANS_API, names.COMPENSATIONS),
             ]),
             *(cw.GraphWidget(title=f"{name} API", width=8,
                              left=[rest.metric_client_error(period=PERIOD), rest.metric_server_error(period=PERIOD)],
@@ -132,7 +139,7 @@ class Observability(Construct):
                 publish_failures=publish_failures,
                 iterator_age=iterator_age,
                 out_of_sync=out_of_sync,
-                rejected=saga_metric(names.CONSUMER, names.EVENTS_REJECTED),
+                rejected=metric(names.CONSUMER, names.EVENTS_REJECTED),
                 unreadable=unreadable,
             ),
         )
@@ -141,7 +148,7 @@ class Observability(Construct):
         # run emits): a new deploy has neither, a throttled, crashing or stuck run has the first only.
         for service, reported, period in (
             (names.SWEEPER, oldest_pending, PERIOD),
-            (names.AUDITOR, saga_metric(names.AUDITOR, names.JOURNEYS_AUDITED), AUDIT_PERIOD),
+            (names.AUDITOR, metric(names.AUDITOR, names.JOURNEYS_AUDITED), AUDIT_PERIOD),
         ):
             rule = w.schedules[service]
             fired = cw.Metric(namespace="AWS/Events", metric_name="TriggeredRules",

@@ -92,12 +92,13 @@ BEDROCK_EXECUTOR = Function(
 )  # fmt: skip
 
 
-def powertools_environment(service: str) -> dict[str, str]:
+def powertools_environment(service: str, namespace: str = names.NAMESPACE) -> dict[str, str]:
     """What configures Powertools in a function (its logs' and metrics' service, the namespace, the log
-    level), beside its settings: infra sets it on the deployed function, the local runtime on its containers."""
+    level), beside its settings: infra sets it on the deployed function with its stack's own namespace
+    (metric_names.stack_namespace), the local runtime on its containers with the default."""
     return {
         "POWERTOOLS_SERVICE_NAME": service,
-        "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE,
+        "POWERTOOLS_METRICS_NAMESPACE": namespace,
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
 

@@ -202,7 +202,7 @@ def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powerto
         assert function["Architectures"] == ["arm64"]
         assert function["TracingConfig"] == {"Mode": "Active"}
         assert function["LoggingConfig"]["LogFormat"] == "JSON"
-        assert function["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == names.NAMESPACE
+        assert function["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == names.stack_namespace("LoanSaga")
         assert function["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
         assert len(function["Layers"]) == 1
     for log_group in of_type(resources, "AWS::Logs::LogGroup").values():
