@@ -42,7 +42,8 @@ def logging_role(deployment: Deployment) -> str:
         role = deployment.iam.get_role(RoleName=name)["Role"]
     except deployment.iam.exceptions.NoSuchEntityException:
         raise Failed(f"API Gateway's CloudWatch Logs role {arn} does not exist (deleted since it was set)") from None
-    trust = role.get("AssumeRolePolicyDocument", {})
+    # botocore decodes the (URL-encoded JSON) document into a dict; an endpoint may leave it a string
+    trust: Any = role.get("AssumeRolePolicyDocument", {})
     if not api_gateway_may_assume(trust if isinstance(trust, dict) else json.loads(trust)):
         raise Failed(f"API Gateway's CloudWatch Logs role {arn} does not let {APIGATEWAY} assume it: {trust}")
     return f"API Gateway logs through {arn} (it exists, and API Gateway may assume it)"

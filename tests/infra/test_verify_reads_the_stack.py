@@ -92,7 +92,7 @@ def _custom_metrics_read(resources: dict[str, Any]) -> set[signals.Metric]:
 def _custom_metrics_written(resources: dict[str, Any]) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
     """(namespace, dimensions) of every metric the stack's functions may write: Powertools writes each in
     the function's POWERTOOLS_METRICS_NAMESPACE with its POWERTOOLS_SERVICE_NAME as `service`."""
-    written = set()
+    written: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     for function in of_type(resources, "AWS::Lambda::Function").values():
         variables = function["Properties"].get("Environment", {}).get("Variables", {})
         if "POWERTOOLS_METRICS_NAMESPACE" in variables:

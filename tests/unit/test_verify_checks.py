@@ -4,6 +4,7 @@ command is sent; the metrics read off a dashboard body in CloudWatch's format.""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -83,7 +84,7 @@ def test_the_metrics_of_a_dashboard_body_with_their_dimensions_repeats_and_expre
     ]
 
 
-APIGATEWAY_TRUST = {"Version": "2012-10-17", "Statement": [
+APIGATEWAY_TRUST: dict[str, Any] = {"Version": "2012-10-17", "Statement": [
     {"Effect": "Allow", "Principal": {"Service": "apigateway.amazonaws.com"}, "Action": "sts:AssumeRole"}]}  # fmt: skip
 
 
@@ -131,7 +132,7 @@ def test_a_metric_written_only_on_occurrence_may_be_absent_whatever_other_dimens
     ns = metric_names.stack_namespace("S")
     body = _charted([ns, metric_names.IDEMPOTENT_REPLAYS, "service", "loans-api"],
                     [ns, metric_names.IDEMPOTENT_REPLAYS, "service", "orchestrator"])  # fmt: skip
-    written = {(ns, metric_names.IDEMPOTENT_REPLAYS, (("service", "orchestrator"),))}
+    written: set[signals.Metric] = {(ns, metric_names.IDEMPOTENT_REPLAYS, (("service", "orchestrator"),))}
     deployment = _deployment()
     deployment.outputs["DashboardName"] = "S-dashboard"
     deployment.__dict__["cloudwatch"] = ListedMetrics(body, written)
