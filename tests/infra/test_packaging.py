@@ -355,3 +355,14 @@ def test_a_bundling_synth_with_no_python_no_uv_and_no_docker_refuses_unless_sour
     warned = capsys.readouterr().err
     for asset in ("code asset", "layer"):
         assert packaging.NO_BYTECODE_WARNING.format(asset=asset) in warned, warned
+
+
+def test_cdk_json_silences_jsiis_end_of_life_banner_for_the_node_versions_the_makefile_does():
+    # cdk.json cannot set an environment variable, but its app is a shell command: the assignment prefixes it
+    import json as json_
+
+    app = json_.loads((packaging.ROOT / "cdk.json").read_text())["app"]
+    [makefile] = re.findall(r"^export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := (\S+)$",
+                            (packaging.ROOT / "Makefile").read_text(), flags=re.MULTILINE)  # fmt: skip
+    assert app.split()[0] == f"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION={makefile}", app
+    assert app.split()[1:] == [".venv/bin/python", "app.py"], app
