@@ -58,10 +58,12 @@ COLD_ENV = {
 _CHILD = """
 import json, time
 {init}
-initialized = time.perf_counter()
+initialized, init_cpu = time.perf_counter(), time.process_time()
 {first}
 first_ms = (time.perf_counter() - initialized) * 1000
-print(json.dumps({{"initialized": initialized, "first_ms": first_ms, "status": status}}))
+first_cpu_ms = (time.process_time() - init_cpu) * 1000
+print(json.dumps({{"initialized": initialized, "init_cpu_ms": init_cpu * 1000, "first_ms": first_ms,
+                   "first_cpu_ms": first_cpu_ms, "status": status}}))
 """
 _FIRST = """
 from saga.local.apigw import LambdaContextStub, proxy_event
@@ -80,6 +82,10 @@ class ColdStart:
     first_ms: dict[str, float]
     first_status: dict[str, int]
     beyond_floor: dict[str, dict[str, float]] = field(default_factory=dict)
+    # The CPU the same spent (the process's own, from its start: what a Lambda's share of a vCPU scales;
+    # unlike wall time, not slowed by a busy machine): init per (name, mode), first request per name.
+    init_cpu_ms: dict[tuple[str, str], float] = field(default_factory=dict)
+    first_cpu_ms: dict[str, float] = field(default_factory=dict)
 
     def ratio(self, name: str, mode: str) -> float:
         return self.init_ms[(name, mode)] / self.init_ms[(FLOOR, mode)]
@@ -90,6 +96,8 @@ class ColdStart:
         return {
             "runs": self.runs,
             "initMs": {name: {mode: self.init_ms[(name, mode)] for mode in ("pyc", "source")} for name in names},
+            "initCpuMs": {name: {mode: self.init_cpu_ms[(name, mode)] for mode in ("pyc", "source")} for name in names},
+            "firstRequestCpuMs": dict(self.first_cpu_ms),
             "firstRequest": {
                 name: {
                     "method": FIRST_REQUEST[name][0],
@@ -162,7 +170,9 @@ def cold_start_ms(runs: int) -> ColdStart:
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         init: dict[tuple[str, str], list[float]] = {}
+        init_cpu: dict[tuple[str, str], list[float]] = {}
         first: dict[str, list[float]] = {}
+        first_cpu: dict[str, list[float]] = {}
         status: dict[str, int] = {}
         with tempfile.TemporaryDirectory() as empty:
             source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -183,8 +193,10 @@ def cold_start_ms(runs: int) -> ColdStart:
                         # perf_counter is CLOCK_MONOTONIC on Linux: the child's stamp is on the parent's clock.
                         child = json.loads(done.stdout.strip().splitlines()[-1])
                         init.setdefault((name, mode), []).append((child["initialized"] - started) * 1000)
+                        init_cpu.setdefault((name, mode), []).append(child["init_cpu_ms"])
                         if name in FIRST_REQUEST and mode == "pyc":
                             first.setdefault(name, []).append(child["first_ms"])
+                            first_cpu.setdefault(name, []).append(child["first_cpu_ms"])
                             status[name] = child["status"]
         floor = imported(_child_code(FLOOR, -1), env)
         beyond = {name: import_profile(name, env, floor) for name in COLD_START}
@@ -196,4 +208,6 @@ def cold_start_ms(runs: int) -> ColdStart:
         {name: statistics.median(values) for name, values in first.items()},
         status,
         beyond,
+        {key: statistics.median(values) for key, values in init_cpu.items()},
+        {name: statistics.median(values) for name, values in first_cpu.items()},
     )
