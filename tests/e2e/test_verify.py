@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 pytestmark = pytest.mark.slow
+# The test's own calls to the endpoint wait on a busy machine's moto rather than fail the fixture.
+PATIENT = aws.AwsCallBudget(connect_timeout=5.0, read_timeout=PATIENCE, max_attempts=3)
 
 
 class Deployment:
@@ -41,13 +43,13 @@ class Deployment:
         self.logging_role = ""  # the account's API Gateway logging role (made by the fixture)
 
     def apigateway(self) -> APIGatewayClient:
-        return aws.client("apigateway", REGION, self.endpoint)
+        return aws.client("apigateway", REGION, self.endpoint, PATIENT)
 
     def cloudwatch(self) -> CloudWatchClient:
-        return aws.client("cloudwatch", REGION, self.endpoint)
+        return aws.client("cloudwatch", REGION, self.endpoint, PATIENT)
 
     def sqs(self) -> SQSClient:
-        return aws.client("sqs", REGION, self.endpoint)
+        return aws.client("sqs", REGION, self.endpoint, PATIENT)
 
     def stack(self, name: str, **differences: Any) -> str:
         """A stack deployed next to the runtime; `differences` from a sound one (StackSpec)."""
@@ -77,7 +79,7 @@ API_GATEWAY_TRUST = json.dumps({"Version": "2012-10-17", "Statement": [{
 
 def make_logging_role(deployment: Deployment, name: str) -> str:
     """A role API Gateway may assume, in the endpoint's IAM (made once per name: the account is shared)."""
-    iam = aws.client("iam", REGION, deployment.endpoint)
+    iam = aws.client("iam", REGION, deployment.endpoint, PATIENT)
     try:
         return iam.get_role(RoleName=name)["Role"]["Arn"]
     except iam.exceptions.NoSuchEntityException:
@@ -170,7 +172,7 @@ def test_an_account_whose_logging_role_was_deleted_fails_that_check(deployment):
     # Given the account's API Gateway settings name a role that has since been deleted
     stack = deployment.stack("DeletedLoggingRole")
     arn = make_logging_role(deployment, "apigw-logs-deleted")
-    aws.client("iam", REGION, deployment.endpoint).delete_role(RoleName="apigw-logs-deleted")
+    aws.client("iam", REGION, deployment.endpoint, PATIENT).delete_role(RoleName="apigw-logs-deleted")
     set_logging_role(deployment, arn)
     try:
         code, checks = deployment.verify(stack)
@@ -185,7 +187,7 @@ def test_an_account_whose_logging_role_was_deleted_fails_that_check(deployment):
 def test_an_account_that_cannot_run_one_of_each_function_fails_the_concurrency_check(deployment):
     # Given an account of 1,000 (saga/local/moto_deployment.py) where another function reserves 995
     stack = deployment.stack("Starved")
-    lambda_ = aws.client("lambda", REGION, deployment.endpoint)
+    lambda_ = aws.client("lambda", REGION, deployment.endpoint, PATIENT)
     lambda_.put_function_concurrency(FunctionName=f"{stack}-relay", ReservedConcurrentExecutions=995)
     try:
         code, checks = deployment.verify(stack)
