@@ -19,6 +19,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import packaging
+from shared import metric_names as names
 from shared import topology
 from shared.topology import Function
 
@@ -28,6 +29,7 @@ _MODELS = (
     "chosen when the agent is created (aws bedrock-agent create-agent --foundation-model), after deployment, "
     "and a cross-region inference profile routes to the model in other regions."
 )
+_INVOKE = "InvokeModel and InvokeModelWithResponseStream, the two ways an agent calls its model (AWS's prerequisites)."
 
 
 class BedrockExecutor(Construct):
@@ -63,7 +65,10 @@ class BedrockExecutor(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,
             role=orchestrator.role,
-            environment={**topology.powertools_environment(declared.service), **environment},
+            environment={
+                **topology.powertools_environment(declared.service, names.stack_namespace(stack.stack_name)),
+                **environment,
+            },
             description="loan saga: Amazon Bedrock Agents action-group executor (the orchestrator's operations)",
         )
         agents = stack.format_arn(service="bedrock", resource="agent", resource_name="*")
@@ -87,20 +92,27 @@ class BedrockExecutor(Construct):
             ),
             description="loan saga: the service role of a Bedrock agent driving loan journeys",
         )
+        # As AWS's inference-profile prerequisites list them (https://docs.aws.amazon.com/bedrock/latest/
+        # userguide/inference-profiles-prereq.html), for use, not management: invoke a foundation model, a
+        # system (cross-region) or an application profile of this account, and read a profile.
         models = f"arn:{stack.partition}:bedrock:*::foundation-model/*"
-        profiles = stack.format_arn(service="bedrock", resource="inference-profile", resource_name="*")
+        profiles = [
+            stack.format_arn(service="bedrock", region="*", resource=kind, resource_name="*")
+            for kind in ("inference-profile", "application-inference-profile")
+        ]
         self.agent_role.add_to_policy(
-            iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[models, profiles])
+            iam.PolicyStatement(actions=["bedrock:InvokeModel*"], resources=[models, *profiles])
         )
+        self.agent_role.add_to_policy(iam.PolicyStatement(actions=["bedrock:GetInferenceProfile"], resources=profiles))
         partition = _literal_or(stack.partition, "<AWS::Partition>")
-        region, account = _literal_or(stack.region, "<AWS::Region>"), _literal_or(stack.account, "<AWS::AccountId>")
+        account = _literal_or(stack.account, "<AWS::AccountId>")
         finding = "AwsSolutions::AwsSolutions-IAM5[Resource::arn:{}]"
         Validations.of(self.agent_role).acknowledge(
             Acknowledgment(id=finding.format(f"{partition}:bedrock:*::foundation-model/*"), reason=_MODELS),
-            Acknowledgment(
-                id=finding.format(f"{partition}:bedrock:{region}:{account}:inference-profile/*"), reason=_MODELS
-            ),
-        )
+            *(Acknowledgment(id=finding.format(f"{partition}:bedrock:*:{account}:{kind}/*"), reason=_MODELS)
+              for kind in ("inference-profile", "application-inference-profile")),
+            Acknowledgment(id="AwsSolutions::AwsSolutions-IAM5[Action::bedrock:InvokeModel*]", reason=_INVOKE),
+        )  # fmt: skip
 
 
 def _literal_or(value: str, placeholder: str) -> str:

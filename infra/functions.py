@@ -10,6 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import packaging
+from shared import metric_names as names
 from shared import topology
 from shared.settings import BaseSettings
 from shared.topology import Function
@@ -20,13 +21,21 @@ class SagaFunctions(Construct):
         self, scope: Construct, construct_id: str, *, log_retention: logs.RetentionDays, removal: RemovalPolicy
     ) -> None:
         super().__init__(scope, construct_id)
-        # The runtime's Python compiles both assets; it is only looked for (and installed) when bundling.
-        interpreter = packaging.bytecode_interpreter(install=True) if Stack.of(self).bundling_required else None
-        self._code = packaging.app_code(interpreter)
+        # The runtime's Python compiles both assets, here or in Docker, or the synthesis refuses (unless
+        # sources are opted in): only looked for (and installed) when bundling (infra/packaging.py).
+        interpreter: str | None = None
+        bytecode: packaging.Bytecode = "local"
+        if Stack.of(self).bundling_required:
+            interpreter = packaging.bytecode_interpreter(install=True)
+            sources_allowed = str(self.node.try_get_context(packaging.SOURCE_ONLY_FLAG)).lower() == "true"
+            bytecode = packaging.choose_bytecode(
+                interpreter, interpreter is None and packaging.docker_available(), sources_allowed
+            )
+        self._code = packaging.app_code(interpreter, bytecode)
         self._layer = lambda_.LayerVersion(
             self,
             "Dependencies",
-            code=packaging.dependencies_code(interpreter),
+            code=packaging.dependencies_code(interpreter, bytecode),
             compatible_runtimes=[packaging.RUNTIME],
             compatible_architectures=[packaging.ARCHITECTURE],
             description="Runtime dependencies of the loan saga (requirements/lambda.txt, arm64 wheels, bytecode)",
@@ -73,7 +82,7 @@ class SagaFunctions(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             log_group=log_group,
             role=role,
-            environment=topology.powertools_environment(service),
+            environment=topology.powertools_environment(service, names.stack_namespace(Stack.of(self).stack_name)),
             description=f"loan saga: {service}",
         )
 

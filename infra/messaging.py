@@ -17,6 +17,9 @@ from constructs import Construct
 
 from shared.tables import EVENTS_DLQ, EVENTS_QUEUE, RELAY_FAILURES_QUEUE, QueueSpec
 
+# SQS's own DLQ redrive: start a move task, follow it, stop it (each authorized on the source queue).
+MESSAGE_MOVE_ACTIONS = ("sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:CancelMessageMoveTask")
+
 
 class Messaging(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
@@ -32,16 +35,21 @@ class Messaging(Construct):
         self.queue = self._queue(EVENTS_QUEUE, dead_letter=self.dlq)
         self.relay_failures = self._queue(RELAY_FAILURES_QUEUE)
         self.topic.add_subscription(subscriptions.SqsSubscription(self.queue, raw_message_delivery=True))
-        # `saga dlq redrive` moves DLQ messages back as this role (receive and delete on the DLQ, send to
-        # the queue): the one principal besides the topic the queue admits. Any principal of the account
-        # whose own policy allows sts:AssumeRole on it may assume it.
+        # DLQ messages go back as this role, by `saga dlq redrive` or by SQS's own redrive (the console's
+        # "Start DLQ redrive", `aws sqs start-message-move-task`, docs/DEPLOY.md): the one principal besides
+        # the topic the queue admits. Any principal of the account whose own policy allows sts:AssumeRole
+        # on it may assume it.
         self.redrive_role = iam.Role(
             self,
             "DlqRedriveRole",
             assumed_by=iam.AccountRootPrincipal(),
-            description="loan saga: `saga dlq redrive` moves events DLQ messages back to the events queue",
+            description="loan saga: moves events DLQ messages back to the events queue (saga dlq redrive, SQS redrive)",
         )
+        # A message move task runs with its starter's rights: on the source (the DLQ) receive, delete and
+        # read attributes, on the destination send (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/
+        # SQSDeveloperGuide/sqs-configure-dead-letter-queue-redrive.html); its three actions name the source.
         self.dlq.grant_consume_messages(self.redrive_role)
+        self.dlq.grant(self.redrive_role, *MESSAGE_MOVE_ACTIONS)
         self.queue.grant_send_messages(self.redrive_role)
         self.queue.add_to_resource_policy(
             iam.PolicyStatement(

@@ -47,9 +47,11 @@ class Watched:
     schedules: dict[str, events.Rule]
 
 
-def saga_metric(service: str, name: str, statistic: str = "Sum") -> cw.Metric:
+def saga_metric(namespace: str, service: str, name: str, statistic: str = "Sum") -> cw.Metric:
+    """One of the saga's metrics as its `service` writes it in a stack's `namespace` (its own:
+    metric_names.stack_namespace), so a stack's widgets and alarms read only what its functions write."""
     return cw.Metric(
-        namespace=names.NAMESPACE,
+        namespace=namespace,
         metric_name=name,
         dimensions_map={"service": service},
         statistic=statistic,
@@ -65,12 +67,17 @@ class Observability(Construct):
         self.alarm_topic = self._alarm_topic(key, alarm_email)
         self.alarms: dict[str, cw.Alarm] = {}
         w = watched
-        oldest_pending = saga_metric(names.SWEEPER, names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, "Maximum")
+        own = names.stack_namespace(Stack.of(self).stack_name)
+
+        def metric(service: str, name: str, statistic: str = "Sum") -> cw.Metric:
+            return saga_metric(own, service, name, statistic)
+
+        oldest_pending = metric(names.SWEEPER, names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, "Maximum")
         iterator_age = w.relay.metric("IteratorAge", statistic="Maximum", period=PERIOD)
         queue_age = w.queue.metric_approximate_age_of_oldest_message(period=PERIOD)
         publish_failures = cw.MathExpression(
             expression="FILL(relay, 0) + FILL(sweeper, 0)",
-            using_metrics={service: saga_metric(service, names.PUBLISH_FAILURES) for service in ("relay", "sweeper")},
+            using_metrics={service: metric(service, names.PUBLISH_FAILURES) for service in ("relay", "sweeper")},
             label="publish failures (relay + sweeper)",
             period=PERIOD,
         )
@@ -78,7 +85,7 @@ class Observability(Construct):
         # The widgets shared/dashboard.py declares (`saga local` serves the same ones), then the APIs' and
         # the functions' health, which only the deployed stack has.
         for row in board.ROWS:
-            self.dashboard.add_widgets(*(self._graph(widget, w) for widget in row))
+            self.dashboard.add_widgets(*(self._graph(widget, w, own) for widget in row))
         self.dashboard.add_widgets(
             *(cw.GraphWidget(title=f"{name} API", width=8,
                              left=[rest.metric_client_error(period=PERIOD), rest.metric_server_error(period=PERIOD)],
@@ -91,8 +98,8 @@ class Observability(Construct):
                              right=[fn.metric_duration(statistic="p99", period=PERIOD)])
               for name, fn in w.functions.items()),
         )  # fmt: skip
-        out_of_sync = saga_metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
-        unreadable = saga_metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
+        out_of_sync = metric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum").with_(period=AUDIT_PERIOD)
+        unreadable = metric(names.SWEEPER, names.UNREADABLE_OUTBOX_ITEMS, "Maximum")
 
         alarms.road_two(
             self._alarm,
@@ -104,8 +111,8 @@ class Observability(Construct):
                 publish_failures=publish_failures,
                 iterator_age=iterator_age,
                 out_of_sync=out_of_sync,
-                needs_repair=saga_metric(names.ORCHESTRATOR, names.JOURNEYS_NEEDING_REPAIR),
-                rejected=saga_metric(names.CONSUMER, names.EVENTS_REJECTED),
+                needs_repair=metric(names.ORCHESTRATOR, names.JOURNEYS_NEEDING_REPAIR),
+                rejected=metric(names.CONSUMER, names.EVENTS_REJECTED),
                 unreadable=unreadable,
             ),
         )
@@ -114,7 +121,7 @@ class Observability(Construct):
         # run emits): a new deploy has neither, a throttled, crashing or stuck run has the first only.
         for service, reported, period in (
             (names.SWEEPER, oldest_pending, PERIOD),
-            (names.AUDITOR, saga_metric(names.AUDITOR, names.JOURNEYS_AUDITED), AUDIT_PERIOD),
+            (names.AUDITOR, metric(names.AUDITOR, names.JOURNEYS_AUDITED), AUDIT_PERIOD),
         ):
             rule = w.schedules[service]
             fired = cw.Metric(namespace="AWS/Events", metric_name="TriggeredRules",
@@ -143,12 +150,12 @@ class Observability(Construct):
         alarms.function_health(self._alarm, w.functions)
 
     @staticmethod
-    def _graph(widget: board.Widget, w: Watched) -> cw.GraphWidget:
+    def _graph(widget: board.Widget, w: Watched, namespace: str) -> cw.GraphWidget:
         return cw.GraphWidget(
             title=widget.title,
             width=widget.width,
-            left=[_metric(series, w) for series in widget.left],
-            right=[_metric(series, w) for series in widget.right],
+            left=[_metric(series, w, namespace) for series in widget.left],
+            right=[_metric(series, w, namespace) for series in widget.right],
         )
 
     def _alarm_topic(self, key: kms.IKey, email: str | None) -> sns.Topic:
@@ -203,16 +210,17 @@ class Observability(Construct):
         self.alarms[construct_id] = alarm
 
 
-def _metric(series: board.Series, w: Watched) -> cw.IMetric:
-    """One series of shared/dashboard.py as CloudWatch reads it."""
+def _metric(series: board.Series, w: Watched, namespace: str) -> cw.IMetric:
+    """One series of shared/dashboard.py as CloudWatch reads it (the saga's own metrics in the stack's
+    `namespace`)."""
     match series:
         case board.SagaMetric(service=service, name=name, statistic=statistic, audit_period=audit_period):
-            metric = saga_metric(service, name, statistic)
+            metric = saga_metric(namespace, service, name, statistic)
             return metric.with_(period=AUDIT_PERIOD) if audit_period else metric
         case board.SagaSum(name=name, services=services, label=label):
             return cw.MathExpression(
                 expression=" + ".join(f"FILL({service}, 0)" for service in services),
-                using_metrics={service: saga_metric(service, name) for service in services},
+                using_metrics={service: saga_metric(namespace, service, name) for service in services},
                 label=label,
                 period=PERIOD,
             )

@@ -1,22 +1,26 @@
-"""Docker-free Lambda packaging (docs/ARCHITECTURE.md, D12): the application code is copied, the
-dependencies are installed by pip from the lock file (requirements/lambda.txt: exact versions and
-hashes, resolved for Lambda's Python on arm64) into a layer, and both are compiled to bytecode by a
-Python of the runtime's version (found on the PATH or through uv, installed by uv when missing; without
-one, both ship sources and bundling says so). Both run as CDK *local* bundling, so no Docker is needed;
-when CDK skips bundling (tests, `make synth`), nothing is downloaded and synthesis stays offline."""
+"""Lambda packaging (docs/ARCHITECTURE.md, D12): the application code is copied, the dependencies are
+installed by pip from the lock file (requirements/lambda.txt: exact versions and hashes, resolved for
+Lambda's Python on arm64) into a layer, and both are compiled to bytecode by a Python of the runtime's
+version. Bytecode on every deploy, or a refusal (`choose_bytecode`): the runtime's Python on the PATH,
+else one uv provides (installed by uv when missing), both as CDK *local* bundling (no Docker); else CDK's
+Docker bundling with the runtime's own bundling image (its standard fallback when local bundling
+declines); else the synthesis fails, naming those three ways and the opt-in `-c sourceOnlyAssets=true`
+(sources then ship, with a warning: every cold start compiles what it imports). When CDK skips bundling
+(tests, `make synth`), nothing is looked for or downloaded and synthesis stays offline."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jsii
-from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
+from aws_cdk import AssetHashType, BundlingOptions, DockerVolume, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,22 +46,65 @@ LAYER_PYTHON_PATH = "/opt/python"
 TASK_PATH = "/var/task"
 _IGNORED_PATTERNS = ("__pycache__", "*.pyc", ".mypy_cache")
 _IGNORED = shutil.ignore_patterns(*_IGNORED_PATTERNS)
+# The context flag that lets a synthesis without any way to compile ship sources.
+SOURCE_ONLY_FLAG = "sourceOnlyAssets"
 NO_BYTECODE_WARNING = (
-    f"WARNING: no python{PYTHON_VERSION} found and uv could not install one (`uv python install "
-    f"{PYTHON_VERSION}` needs the network): the {{asset}} ships without bytecode, so each cold start compiles "
-    "what it imports (about twice the init time, BENCHMARKS.md section 5)."
+    f"WARNING: -c {SOURCE_ONLY_FLAG}=true: the {{asset}} ships without bytecode, so each cold start compiles "
+    "what it imports (about three times the init CPU, BENCHMARKS.md section 5; docs/DEPLOY.md)."
 )
-# Never pulled: local bundling always succeeds or fails loudly, and CDK asks for an image anyway.
-_UNUSED_IMAGE = DockerImage.from_registry("public.ecr.aws/sam/build-python3.14")
+NO_BYTECODE_REFUSAL = (
+    f"Cannot compile the Lambda assets to python{PYTHON_VERSION} bytecode on this machine, and will not deploy "
+    "sources that compile at every cold start (docs/DEPLOY.md, 'Bytecode'). Any one of these fixes it: "
+    f"(1) put python{PYTHON_VERSION} on the PATH; "
+    f"(2) let uv provide one (`uv python install {PYTHON_VERSION}`, which needs the network); "
+    "(3) run Docker (CDK then bundles in the runtime's image, "
+    f"{RUNTIME.bundling_image.image}). "
+    f"Or deploy sources anyway, slower cold starts accepted: -c {SOURCE_ONLY_FLAG}=true."
+)
+# CDK's Docker bundling mounts the asset's folder (functions/) at /asset-input; shared/ is mounted beside it.
+_SHARED_IN_DOCKER = "/asset-shared"
+Bytecode = Literal["local", "docker", "sources"]
 
 
-def pip_command(target: Path) -> list[str]:
+class BytecodeUnavailable(SystemExit):
+    """The synthesis stops with NO_BYTECODE_REFUSAL alone (an exit, not a traceback)."""
+
+
+def choose_bytecode(interpreter: str | None, docker: bool, sources_allowed: bool) -> Bytecode:
+    """How a bundling synthesis gets the assets' bytecode: "local" with the runtime's Python found here
+    (PATH or uv), else "docker" (local bundling declines, CDK bundles in the runtime's image), else
+    "sources" when the deployer opted in; otherwise BytecodeUnavailable."""
+    if interpreter:
+        return "local"
+    if docker:
+        return "docker"
+    if sources_allowed:
+        return "sources"
+    raise BytecodeUnavailable(NO_BYTECODE_REFUSAL)
+
+
+def docker_available() -> bool:
+    """Whether CDK's Docker bundling can run here: its docker command (CDK_DOCKER, else `docker`) is on
+    the PATH and reaches a daemon."""
+    docker = shutil.which(os.environ.get("CDK_DOCKER", "docker"))
+    if docker is None:
+        return False
+    try:
+        done = subprocess.run(  # noqa: S603 - fixed command
+            [docker, "version", "--format", "{{.Server.Version}}"], capture_output=True, check=False, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def pip_command(target: Path, python: str = sys.executable, lock: Path | None = None) -> list[str]:
     """pip installs exactly the lock (hash-checked, no resolution), as arm64 wheels for Lambda's Python."""
     platforms = [flag for platform in PIP_PLATFORMS for flag in ("--platform", platform)]
     return [
-        sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps", "--require-hashes",
+        python, "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps", "--require-hashes",
         "--target", str(target), *platforms, "--implementation", "cp",
-        "--python-version", PYTHON_VERSION, "--only-binary=:all:", "-r", str(LAMBDA_LOCK),
+        "--python-version", PYTHON_VERSION, "--only-binary=:all:", "-r", str(lock or LAMBDA_LOCK),
     ]  # fmt: skip
 
 
@@ -113,27 +160,28 @@ def copy_app(output_dir: Path) -> None:
         shutil.copytree(ROOT / package, output_dir / package, ignore=_IGNORED, dirs_exist_ok=True)
 
 
-def app_hash(interpreter: str | None) -> str:
+def app_hash(bytecode: bool) -> str:
     """The code asset's identity: every file it holds (names and contents), and whether it holds bytecode."""
-    digest = hashlib.sha256(b"bytecode\n" if interpreter else b"sources-only\n")
+    digest = hashlib.sha256(b"bytecode\n" if bytecode else b"sources-only\n")
     for path in app_files():
         digest.update(str(path).encode() + b"\0")
         digest.update((ROOT / path).read_bytes())
     return digest.hexdigest()
 
 
-def dependencies_hash(interpreter: str | None) -> str:
+def dependencies_hash(bytecode: bool) -> str:
     """The layer's identity: the lock's content (a new pin redeploys), the target, and whether it holds
     bytecode (a later deploy from a machine that can compile replaces a sources-only layer)."""
     digest = hashlib.sha256()
-    for part in (*PIP_PLATFORMS, PYTHON_VERSION, "bytecode" if interpreter else "sources-only"):
+    for part in (*PIP_PLATFORMS, PYTHON_VERSION, "bytecode" if bytecode else "sources-only"):
         digest.update(part.encode() + b"\n")
     digest.update(LAMBDA_LOCK.read_bytes())
     return digest.hexdigest()
 
 
 def compile_or_warn(interpreter: str | None, target: Path, shown_as: str, asset: str) -> None:
-    """Bytecode for `target` with the runtime's Python; without one, the warning (never a failed synth)."""
+    """Bytecode for `target` with the runtime's Python; without one (sources opted in: `choose_bytecode`
+    refuses otherwise), the warning."""
     if interpreter:
         subprocess.run(compile_command(interpreter, target, shown_as), check=True)  # noqa: S603 - fixed command
     else:
@@ -142,10 +190,15 @@ def compile_or_warn(interpreter: str | None, target: Path, shown_as: str, asset:
 
 @jsii.implements(ILocalBundling)
 class _AppCode:
-    def __init__(self, interpreter: str | None) -> None:
+    """Local bundling of the code asset; declines (CDK then bundles in Docker) when `bytecode` is "docker"."""
+
+    def __init__(self, interpreter: str | None, bytecode: Bytecode = "local") -> None:
         self._interpreter = interpreter
+        self._bytecode = bytecode
 
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
+        if self._bytecode == "docker":
+            return False
         copy_app(Path(output_dir))
         compile_or_warn(self._interpreter, Path(output_dir), TASK_PATH, "code asset")
         return True
@@ -153,32 +206,77 @@ class _AppCode:
 
 @jsii.implements(ILocalBundling)
 class _Dependencies:
-    def __init__(self, interpreter: str | None) -> None:
+    """Local bundling of the layer; declines (CDK then bundles in Docker) when `bytecode` is "docker"."""
+
+    def __init__(self, interpreter: str | None, bytecode: Bytecode = "local") -> None:
         self._interpreter = interpreter
+        self._bytecode = bytecode
 
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
+        if self._bytecode == "docker":
+            return False
         target = Path(output_dir) / "python"
         subprocess.run(pip_command(target), check=True)  # noqa: S603 - fixed command
         compile_or_warn(self._interpreter, target, LAYER_PYTHON_PATH, "layer")
         return True
 
 
-def app_code(interpreter: str | None) -> lambda_.Code:
-    """The functions' code: `functions/` and `shared/` with bytecode when `interpreter` (the runtime's
-    Python) is given, hashed by exactly what it holds."""
-    return lambda_.Code.from_asset(
-        str(ROOT / "functions"),
-        asset_hash_type=AssetHashType.CUSTOM,
-        asset_hash=app_hash(interpreter),
-        bundling=BundlingOptions(image=_UNUSED_IMAGE, local=_AppCode(interpreter)),
+def docker_app_command() -> list[str]:
+    """In the runtime's bundling image: what `copy_app` and `compile_or_warn` do locally."""
+    out = Path("/asset-output")
+    steps = [
+        f"cp -r /asset-input {out}/functions",
+        f"cp -r {_SHARED_IN_DOCKER} {out}/shared",
+        *(f"find {out} -name {shlex.quote(p)} -prune -exec rm -rf {{}} +" for p in _IGNORED_PATTERNS),
+        shlex.join(compile_command("python", out, TASK_PATH)),
+    ]
+    return ["bash", "-c", " && ".join(steps)]
+
+
+def docker_dependencies_command() -> list[str]:
+    """In the runtime's bundling image: what the layer's local bundling does (pip from the lock, compile)."""
+    target = Path("/asset-output/python")
+    steps = [
+        shlex.join(pip_command(target, "python", Path("/asset-input") / LAMBDA_LOCK.name)),
+        shlex.join(compile_command("python", target, LAYER_PYTHON_PATH)),
+    ]
+    return ["bash", "-c", " && ".join(steps)]
+
+
+def _docker_bundling(local: ILocalBundling, command: list[str], **options: Any) -> BundlingOptions:
+    """Local bundling first; when it declines, CDK's Docker bundling in the runtime's own image (CDK runs
+    it as this machine's user: HOME and pip's cache in /tmp)."""
+    return BundlingOptions(
+        image=RUNTIME.bundling_image,
+        local=local,
+        command=command,
+        environment={"HOME": "/tmp", "PIP_CACHE_DIR": "/tmp/pip-cache"},  # noqa: S108 - the container's own /tmp
+        **options,
     )
 
 
-def dependencies_code(interpreter: str | None) -> lambda_.Code:
-    """The layer: the locked runtime dependencies as arm64 manylinux wheels, with bytecode when possible."""
+def app_code(interpreter: str | None, bytecode: Bytecode = "local") -> lambda_.Code:
+    """The functions' code: `functions/` and `shared/`, with bytecode compiled by `interpreter` (the runtime's
+    Python) here or in Docker (`bytecode`), hashed by exactly what it holds."""
+    compiled = bytecode == "docker" or (bytecode == "local" and interpreter is not None)
+    return lambda_.Code.from_asset(
+        str(ROOT / "functions"),
+        asset_hash_type=AssetHashType.CUSTOM,
+        asset_hash=app_hash(compiled),
+        bundling=_docker_bundling(
+            _AppCode(interpreter, bytecode),
+            docker_app_command(),
+            volumes=[DockerVolume(host_path=str(ROOT / "shared"), container_path=_SHARED_IN_DOCKER)],
+        ),
+    )
+
+
+def dependencies_code(interpreter: str | None, bytecode: Bytecode = "local") -> lambda_.Code:
+    """The layer: the locked runtime dependencies as arm64 manylinux wheels, with bytecode (here or in Docker)."""
+    compiled = bytecode == "docker" or (bytecode == "local" and interpreter is not None)
     return lambda_.Code.from_asset(
         str(ROOT / "requirements"),
         asset_hash_type=AssetHashType.CUSTOM,
-        asset_hash=dependencies_hash(interpreter),
-        bundling=BundlingOptions(image=_UNUSED_IMAGE, local=_Dependencies(interpreter)),
+        asset_hash=dependencies_hash(compiled),
+        bundling=_docker_bundling(_Dependencies(interpreter, bytecode), docker_dependencies_command()),
     )

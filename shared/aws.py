@@ -22,15 +22,16 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
+    from mypy_boto3_iam import IAMClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_logs import CloudWatchLogsClient
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
 
 # The services the code creates clients for; `client` gives each its typed client.
-# lambda, logs, cloudwatch and apigateway: `saga verify` reads a deployment through them.
+# lambda, logs, cloudwatch, apigateway and iam: `saga verify` reads a deployment through them.
 ServiceName = Literal[
-    "cloudformation", "dynamodb", "dynamodbstreams", "sns", "sqs", "lambda", "logs", "cloudwatch", "apigateway"
+    "cloudformation", "dynamodb", "dynamodbstreams", "sns", "sqs", "lambda", "logs", "cloudwatch", "apigateway", "iam"
 ]
 
 # Error codes AWS answers for a failure that the same request may not meet again.
@@ -154,6 +155,15 @@ def client(
     *,
     from_session: botocore.session.Session | None = None,
 ) -> APIGatewayClient: ...
+@overload
+def client(
+    service: Literal["iam"],
+    region: str,
+    endpoint_url: str | None,
+    budget: AwsCallBudget | None = None,
+    *,
+    from_session: botocore.session.Session | None = None,
+) -> IAMClient: ...
 def client(
     service: ServiceName,
     region: str,

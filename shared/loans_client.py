@@ -18,10 +18,18 @@ from botocore.exceptions import NoCredentialsError
 from shared import aws
 from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, ORIGIN_HEADER, REPLAYED_HEADER
 
-# How long one call waits for loans-api's answer: sized from a cold loans-api as it may deploy (from sources,
-# without bytecode: import + init 1.58 s measured; BENCHMARKS.md section 5 for this machine's), at
-# 1.5x that, so a call that meets a cold start is not cut off.
+# How long a call to loans-api may take to connect (a new connection to API Gateway, TLS included).
+CONNECT_TIMEOUT_SECONDS = 0.3
+# How long the first attempt of a call (and the consumer's one ledger read) waits for the answer: at least
+# 1.5x a cold loans-api with bytecode at its memory (shared/topology.py `cold_loans_api_seconds`, from the
+# CPU bench/cold_start.py measures), so a call after idle is not cut off and retried into a second cold
+# instance. tests/unit/test_cold_start.py holds it to that.
 COLD_READ_TIMEOUT_SECONDS = 2.5
+# How long a retry waits: it follows a failure of a loans-api that is up (a 5xx, a throttle, a slow answer),
+# whose warm answer through API Gateway takes tens of milliseconds; short enough that the whole schedule (5
+# attempts, up to 15.4 s of sleeps, then applying the answer) fits the orchestrator's deadline
+# (tests/unit/test_cold_start.py).
+RETRY_READ_TIMEOUT_SECONDS = 0.4
 
 
 @dataclass(frozen=True)

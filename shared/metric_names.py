@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+# The local runtime's namespace, and the prefix of every deployed stack's (`stack_namespace`).
 NAMESPACE = "LoanSaga"
+
+
+def stack_namespace(stack: str) -> str:
+    """A deployed stack's own namespace: two stacks in one account (LoanSaga and LoanSagaDev, say) write and
+    read apart, so one's alarms, dashboard and `saga verify` never see the other's metrics (D12). Its
+    functions get it through Powertools' POWERTOOLS_METRICS_NAMESPACE (shared/topology.py)."""
+    return f"{NAMESPACE}/{stack}"
+
 
 # Powertools service names (the `service` dimension of every metric).
 LOANS_API = "loans-api"

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 # What each request does within its timeout: functions/orchestrator/deadline.py.
 API_GATEWAY_TIMEOUT_SECONDS = 29
 COLD_INIT_ALLOWANCE_SECONDS = 3
+# Lambda gives a function CPU in proportion to its memory, one full vCPU at 1,769 MB
+# (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
+LAMBDA_MB_PER_VCPU = 1769
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,11 @@ class Function:
 LOANS_API = Function(
     "LoansApi", names.LOANS_API, entry_points.LOANS_API, "functions.loans_api.settings.LoansSettings",
     # It bounds how late an attempt the orchestrator abandoned can still commit; loans-api answers within
-    # the orchestrator's per-attempt read timeout in normal operation.
-    timeout_seconds=10, memory_mb=512,
+    # the orchestrator's per-attempt read timeout in normal operation. Its memory buys the CPU that makes a
+    # cold start short enough for the first attempt's timeout (`cold_loans_api_seconds` below): one full vCPU
+    # (at 512 MB, 0.29 of one, a cold start took about 3.7 s; at 1,024 MB, about 2 s, and 1.5x that no
+    # longer left the retries room in the orchestrator's deadline).
+    timeout_seconds=10, memory_mb=LAMBDA_MB_PER_VCPU,
 )  # fmt: skip
 ORCHESTRATOR = Function(
     "Orchestrator", names.ORCHESTRATOR, entry_points.ORCHESTRATOR,
@@ -92,15 +98,39 @@ BEDROCK_EXECUTOR = Function(
 )  # fmt: skip
 
 
-def powertools_environment(service: str) -> dict[str, str]:
+# A cold loans-api as the first call after idle meets it (docs/DEPLOY.md, "A first call after idle"). Init
+# and the first request are CPU-bound (the interpreter's start, imports, the composition root, the first
+# request's lazy imports), so their CPU time as the bench measures it (bench/cold_start.py,
+# bench/measured.json `initCpuMs`, `firstRequest`'s `cpuMs`) is divided by the function's share of a vCPU
+# (LAMBDA_MB_PER_VCPU). Around them: the sandbox's start (the execution environment made, the code and the layer
+# fetched) and the new connection's TLS handshake, neither of which the function's memory speeds.
+SANDBOX_START_SECONDS = 0.25
+TLS_SETUP_SECONDS = 0.1
+# How much longer than a cold loans-api the first attempt waits (the model's margin).
+COLD_TIMEOUT_MULTIPLE = 1.5
+
+
+def cpu_share(memory_mb: int) -> float:
+    """The share of one vCPU a function of `memory_mb` runs on (a single thread uses at most one)."""
+    return min(1.0, memory_mb / LAMBDA_MB_PER_VCPU)
+
+
+def cold_loans_api_seconds(init_cpu_seconds: float, first_request_cpu_seconds: float, memory_mb: int) -> float:
+    """How long a call meeting a cold loans-api of `memory_mb` waits for its answer."""
+    cpu = (init_cpu_seconds + first_request_cpu_seconds) / cpu_share(memory_mb)
+    return SANDBOX_START_SECONDS + cpu + TLS_SETUP_SECONDS
+
+
+def powertools_environment(service: str, namespace: str = names.NAMESPACE) -> dict[str, str]:
     """What configures Powertools in a function (its logs' and metrics' service, the namespace, the log
-    level), and pydantic, beside its settings: infra sets it on the deployed function, the local runtime on
-    its containers. pydantic looks for plugins when the first model is built, importing importlib.metadata
-    and scanning every installed distribution's entry points: a cold start cost (the larger part of the
-    relay's beyond the floor) for plugins no function has."""
+    level), and pydantic, beside its settings: infra sets it on the deployed function with its stack's own
+    namespace (metric_names.stack_namespace), the local runtime on its containers with the default.
+    pydantic looks for plugins when the first model is built, importing importlib.metadata and scanning every
+    installed distribution's entry points: a cold start cost (the larger part of the relay's beyond the
+    floor) for plugins no function has."""
     return {
         "POWERTOOLS_SERVICE_NAME": service,
-        "POWERTOOLS_METRICS_NAMESPACE": names.NAMESPACE,
+        "POWERTOOLS_METRICS_NAMESPACE": namespace,
         "POWERTOOLS_LOG_LEVEL": "INFO",
         "PYDANTIC_DISABLE_PLUGINS": "__all__",
     }

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from shared.loans_client import COLD_READ_TIMEOUT_SECONDS
+from shared.loans_client import COLD_READ_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS
 from shared.settings import BaseSettings
 
 
@@ -13,7 +13,7 @@ class ConsumerSettings(BaseSettings):
     # One attempt per ledger read, no retries here: a failed read fails the message, and SQS redelivers
     # it after the queue's visibility timeout. A batch's worst case (every message needs a read and
     # every read times out) fits the function's timeout (tests/unit/test_consumer.py holds it to that).
-    loans_connect_timeout: float = 0.3
+    loans_connect_timeout: float = CONNECT_TIMEOUT_SECONDS
     # Long enough for a cold loans-api, as the orchestrator's (a confirmation cut off by a cold start would
     # wait the queue's visibility timeout for its next receive).
     loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import urllib3
 from aws_lambda_powertools import Metrics
@@ -45,9 +45,11 @@ def retry_policy(settings: OrchestratorSettings) -> RetryPolicy:
     )
 
 
-def loans_attempt_seconds(settings: OrchestratorSettings) -> float:
-    """The worst case of one attempt at loans-api: connect and read timeouts both run out."""
-    return settings.loans_connect_timeout + settings.loans_read_timeout
+def loans_attempt_seconds(settings: OrchestratorSettings, first: bool = False) -> float:
+    """The worst case of one attempt at loans-api, the first (which may meet a cold start) or a retry:
+    connect and read timeouts both run out."""
+    read = settings.loans_read_timeout if first else settings.loans_retry_read_timeout
+    return settings.loans_connect_timeout + read
 
 
 def build_service(
@@ -60,15 +62,20 @@ def build_service(
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url, DYNAMO_BUDGET)
     deadline.guard_botocore(dynamodb, DYNAMO_BUDGET.worst_case_seconds())
     store = DynamoJourneyStore(dynamodb, settings.journeys_table_name)
-    timeout = urllib3.Timeout(connect=settings.loans_connect_timeout, read=settings.loans_read_timeout)
-    http_client = http_loans_client(settings, timeout, pool_size=20, http=http)
+    # One connection pool; the first attempt waits out a cold loans-api, the retries a warm one's answer.
+    requester = http or cast(HttpRequester, urllib3.PoolManager(maxsize=20))
+    connect = settings.loans_connect_timeout
+    first = urllib3.Timeout(connect=connect, read=settings.loans_read_timeout)
+    retries = urllib3.Timeout(connect=connect, read=settings.loans_retry_read_timeout)
     retrying = RetryingLoansClient(
-        http_client,
+        http_loans_client(settings, retries, pool_size=20, http=requester),
         retry_policy(settings),
         deadline,
         attempt_seconds=loans_attempt_seconds(settings),
         reserve_seconds=APPLY_RESERVE_SECONDS,
         sleep=sleep,
+        first=http_loans_client(settings, first, pool_size=20, http=requester),
+        first_attempt_seconds=loans_attempt_seconds(settings, first=True),
     )
     return JourneyService(
         store=store,

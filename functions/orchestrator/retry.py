@@ -49,7 +49,12 @@ class RetryingLoansClient:
     other 4xx is terminal and returned at once. Safe because every request carries its idempotency
     key. Every attempt and every sleep draws on the request's one deadline: an attempt is started
     only if its worst case (`attempt_seconds`) plus what the request needs afterwards
-    (`reserve_seconds`: applying the answer) still fits; otherwise the request ends with 503."""
+    (`reserve_seconds`: applying the answer) still fits; otherwise the request ends with 503.
+
+    The first attempt may go through its own client (`first`, worst case `first_attempt_seconds`): one
+    whose read timeout outlasts a cold loans-api, so a call after idle is not cut off and retried into a
+    second cold instance (no cold chain, shared/topology.py `cold_loans_api_seconds`); the retries, which
+    follow a failure of a loans-api already up, wait less, so the whole schedule fits the deadline."""
 
     def __init__(
         self,
@@ -60,8 +65,12 @@ class RetryingLoansClient:
         reserve_seconds: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
         unit_random: Callable[[], float] = random.random,
+        first: LoansClient | None = None,
+        first_attempt_seconds: float | None = None,
     ) -> None:
         self._inner = inner
+        self._first = first or inner
+        self._first_attempt_seconds = attempt_seconds if first_attempt_seconds is None else first_attempt_seconds
         self._policy = policy
         self._deadline = deadline
         self._attempt_seconds = attempt_seconds
@@ -71,10 +80,11 @@ class RetryingLoansClient:
 
     def send(self, request: LoansRequest) -> LoansReply:
         needed = self._attempt_seconds + self._reserve
-        self._deadline.require(needed, f"a call to loans-api ({request.method} {request.path})")
+        first = self._first_attempt_seconds + self._reserve
+        self._deadline.require(first, f"a call to loans-api ({request.method} {request.path})")
         for attempt in range(1, self._policy.attempts + 1):
             try:
-                return self._inner.send(request)
+                return (self._first if attempt == 1 else self._inner).send(request)
             except TransientLoansError as error:
                 if attempt == self._policy.attempts:
                     logger.warning(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from functions.orchestrator.retry import RetryPolicy
 from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
-from shared.loans_client import COLD_READ_TIMEOUT_SECONDS
+from shared.loans_client import COLD_READ_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS, RETRY_READ_TIMEOUT_SECONDS
 from shared.settings import BaseSettings
 
 _SCHEDULE = RetryPolicy()
@@ -15,11 +15,13 @@ class OrchestratorSettings(BaseSettings):
     sign_loans_requests: bool = False
     # Per-attempt limits of one call to loans-api; with the retry schedule they fit API Gateway's
     # 29 s integration timeout (see tests/unit/test_retry.py for the worst case).
-    loans_connect_timeout: float = 0.3
-    # Sized for a cold loans-api (shared/loans_client.py COLD_READ_TIMEOUT_SECONDS), so the first attempt
-    # that meets a cold start is not cut off and retried into another. tests/integration/test_deadline.py
-    # runs every command's worst case with it.
+    loans_connect_timeout: float = CONNECT_TIMEOUT_SECONDS
+    # The first attempt's: sized for a cold loans-api (shared/loans_client.py COLD_READ_TIMEOUT_SECONDS), so
+    # a call after idle is not cut off and retried into a second cold instance; the retries' is shorter, so
+    # the whole schedule fits the function's deadline (tests/unit/test_cold_start.py holds both to the
+    # cold-start model; tests/integration/test_deadline.py runs every command's worst case with them).
     loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS
+    loans_retry_read_timeout: float = RETRY_READ_TIMEOUT_SECONDS
     # The retry schedule's defaults are functions/orchestrator/retry.py's.
     retry_attempts: int = _SCHEDULE.attempts
     retry_base_delay: float = _SCHEDULE.base_delay

@@ -17,6 +17,7 @@ from shared import aws, metric_names
 if TYPE_CHECKING:
     from mypy_boto3_apigateway import APIGatewayClient
     from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_iam import IAMClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_lambda.type_defs import FunctionConfigurationResponseTypeDef
     from mypy_boto3_logs import CloudWatchLogsClient
@@ -95,6 +96,10 @@ class Deployment:
     @cached_property
     def logs(self) -> CloudWatchLogsClient:
         return aws.client("logs", self.region, None, OPS_BUDGET)
+
+    @cached_property
+    def iam(self) -> IAMClient:
+        return aws.client("iam", self.region, None, OPS_BUDGET)
 
     @cached_property
     def cloudwatch(self) -> CloudWatchClient:

@@ -26,13 +26,46 @@ ARCHITECTURE = "arm64"
 _INIT = re.compile(r'(?:"initDurationMs"\s*:\s*|Init Duration: )([0-9.]+)')
 
 
+APIGATEWAY = "apigateway.amazonaws.com"
+
+
 def logging_role(deployment: Deployment) -> str:
     """Both stages log: API Gateway refuses stage logging until the account names a CloudWatch role
-    (docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html)."""
-    role = deployment.apigateway.get_account().get("cloudwatchRoleArn")
-    if not role:
+    (docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html), and logs nothing through
+    a role it cannot assume. So IAM is asked: the role the account names exists, and its trust policy
+    lets API Gateway assume it (an ARN left behind by a deleted role logs nothing)."""
+    arn = deployment.apigateway.get_account().get("cloudwatchRoleArn")
+    if not arn:
         raise Failed("the account's API Gateway settings name no CloudWatch Logs role (cloudwatchRoleArn)")
-    return f"API Gateway logs through {role}"
+    name = arn.rsplit("/", 1)[-1]
+    try:
+        role = deployment.iam.get_role(RoleName=name)["Role"]
+    except deployment.iam.exceptions.NoSuchEntityException:
+        raise Failed(f"API Gateway's CloudWatch Logs role {arn} does not exist (deleted since it was set)") from None
+    # botocore decodes the (URL-encoded JSON) document into a dict; an endpoint may leave it a string
+    trust: Any = role.get("AssumeRolePolicyDocument", {})
+    if not api_gateway_may_assume(trust if isinstance(trust, dict) else json.loads(trust)):
+        raise Failed(f"API Gateway's CloudWatch Logs role {arn} does not let {APIGATEWAY} assume it: {trust}")
+    return f"API Gateway logs through {arn} (it exists, and API Gateway may assume it)"
+
+
+def api_gateway_may_assume(trust: dict[str, Any]) -> bool:
+    """A trust policy allows sts:AssumeRole to API Gateway's service principal, and denies it no statement."""
+
+    def listed(value: Any) -> list[Any]:
+        return value if isinstance(value, list) else [value]
+
+    def matches(statement: dict[str, Any]) -> bool:
+        actions = listed(statement.get("Action", []))
+        principal = statement.get("Principal", {})
+        services = listed(principal.get("Service", [])) if isinstance(principal, dict) else []
+        everyone = principal == "*" or (isinstance(principal, dict) and "*" in listed(principal.get("AWS", [])))
+        return bool({"sts:AssumeRole", "sts:*", "*"} & set(actions)) and (APIGATEWAY in services or everyone)
+
+    statements = listed(trust.get("Statement", []))
+    if any(s.get("Effect") == "Deny" and matches(s) for s in statements):
+        return False
+    return any(s.get("Effect") == "Allow" and matches(s) for s in statements)
 
 
 def concurrency(deployment: Deployment) -> str:
@@ -182,7 +215,8 @@ def log_retention(deployment: Deployment) -> str:
 
 CHECKS = [
     Check("api-gateway-logging-role", logging_role,
-          "deploy with the default account-role handling (not `-c apiGatewayAccountRole=false`), or set one: "
+          "deploy with the default account-role handling (not `-c apiGatewayAccountRole=false`), or set a role "
+          "that exists and trusts apigateway.amazonaws.com (AmazonAPIGatewayPushToCloudWatchLogs attached): "
           "`aws apigateway update-account --patch-operations op=replace,path=/cloudwatchRoleArn,value=ROLE_ARN`"),
     Check("lambda-concurrency", concurrency,
           "free reserved concurrency in the account, ask for a higher quota (Service Quotas: Lambda, "

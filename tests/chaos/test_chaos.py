@@ -21,7 +21,7 @@ from tests.system import LOANS_PROXY, STALL_SECONDS, Progress, System
 
 SIMULATE = {"amount": 10000, "termMonths": 36}
 FIRST_BACKOFF = 1.0
-READ_TIMEOUT = float(OrchestratorSettings.model_fields["loans_read_timeout"].default)  # per attempt
+READ_TIMEOUT = float(OrchestratorSettings.model_fields["loans_read_timeout"].default)  # the first attempt's
 
 
 def cut_replies(system: System, toxicity: float = 1.0) -> None:

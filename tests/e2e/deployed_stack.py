@@ -83,6 +83,8 @@ class StackSpec:
     architecture: str = "arm64"
     relay_mapping_enabled: bool = True
     extra_metric_service: str | None = None  # a dashboard metric under a dimension nothing writes
+    # A metric written only on occurrence (IdempotentReplays) that this service wrote: a command was retried
+    replayed_by: str | None = None
     consumer_concurrency: int = DEFAULT_CAPACITY.consumer_max_concurrency
     bedrock_executor_architecture: str | None = None  # deployed with `-c bedrockAgent=true`, on this architecture
 
@@ -147,18 +149,21 @@ def dashboard(spec: StackSpec, resources: LocalResources) -> dict[str, Any]:
     """A dashboard in CloudWatch's body format: saga metrics, AWS metrics, a math expression's inputs,
     a "." row, and metrics written only on occurrence."""
     dlq = resources.events_dlq_url.rsplit("/", 1)[1]
+    own = names.stack_namespace(spec.name)  # each stack's own namespace (infra/observability.py)
     rows: list[list[Any]] = [
-        [names.NAMESPACE, names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, "service", names.SWEEPER, {"stat": "Maximum"}],
-        [names.NAMESPACE, names.EVENTS_APPLIED, "service", names.CONSUMER],
+        [own, names.OLDEST_PENDING_OUTBOX_AGE_SECONDS, "service", names.SWEEPER, {"stat": "Maximum"}],
+        [own, names.EVENTS_APPLIED, "service", names.CONSUMER],
         [".", names.EVENTS_FAILED, ".", "."],
         [{"expression": "FILL(relay, 0) + FILL(sweeper, 0)", "label": "publish failures"}],
-        [names.NAMESPACE, names.PUBLISH_FAILURES, "service", names.RELAY, {"id": "relay", "visible": False}],
+        [own, names.PUBLISH_FAILURES, "service", names.RELAY, {"id": "relay", "visible": False}],
+        [own, names.IDEMPOTENT_REPLAYS, "service", names.LOANS_API],
+        [own, names.IDEMPOTENT_REPLAYS, "service", names.ORCHESTRATOR],
         ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", dlq],
     ]
     rows += [["AWS/Lambda", metric, "FunctionName", f"{spec.name}-{service}"]
              for service in SERVICES for metric in ("Errors", "Throttles")]  # fmt: skip
     if spec.extra_metric_service:
-        rows.append([names.NAMESPACE, names.EVENTS_PUBLISHED, "service", spec.extra_metric_service])
+        rows.append([own, names.EVENTS_PUBLISHED, "service", spec.extra_metric_service])
     return {"widgets": [{"type": "metric", "properties": {"metrics": rows, "region": REGION}}]}
 
 
@@ -192,6 +197,10 @@ def deploy(spec: StackSpec, resources: LocalResources, apis: dict[str, str]) -> 
             continue
         cloudwatch.put_metric_data(Namespace=values[0], MetricData=[{
             "MetricName": values[1], "Value": 0, "Dimensions": [{"Name": values[2], "Value": values[3]}]}])  # fmt: skip
+    if spec.replayed_by:
+        cloudwatch.put_metric_data(Namespace=names.stack_namespace(spec.name), MetricData=[{
+            "MetricName": names.IDEMPOTENT_REPLAYS, "Value": 1,
+            "Dimensions": [{"Name": "service", "Value": spec.replayed_by}]}])  # fmt: skip
     logs = boto3.client("logs", region_name=REGION, endpoint_url=endpoint)
     for service in SERVICES:
         group = f"/aws/lambda/{spec.name}-{service}"

@@ -5,6 +5,7 @@ syntheses pass cdk-nag (tests/infra/conftest.py `synth` raises on any finding)."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from shared import entry_points
@@ -85,10 +86,18 @@ def test_the_agents_role_may_only_invoke_models_and_only_bedrock_may_assume_it(v
     # Then Bedrock assumes it for this account's agents only
     assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
     assert ":agent/*" in str(trust["Condition"]["ArnLike"]["aws:SourceArn"])
-    # and its one permission is invoking a model
+    # and it may invoke a model directly or through a system or application inference profile, and read a
+    # profile, as AWS's inference-profile prerequisites list (and nothing else)
     [policy] = [
         p["Properties"]["PolicyDocument"]
         for p in of_type(variant, "AWS::IAM::Policy").values()
         if any("bedrock:InvokeModel" in str(s["Action"]) for s in p["Properties"]["PolicyDocument"]["Statement"])
     ]
-    assert [statement["Action"] for statement in policy["Statement"]] == ["bedrock:InvokeModel"]
+    granted = {statement["Action"]: json.dumps(statement["Resource"]) for statement in policy["Statement"]}
+    assert set(granted) == {"bedrock:InvokeModel*", "bedrock:GetInferenceProfile"}, granted
+    invoke, read = granted["bedrock:InvokeModel*"], granted["bedrock:GetInferenceProfile"]
+    for kind in (":inference-profile/*", ":application-inference-profile/*"):
+        assert kind in invoke, (kind, invoke)
+        assert kind in read, (kind, read)
+    assert "::foundation-model/*" in invoke, invoke
+    assert "foundation-model" not in read, read

@@ -104,15 +104,15 @@ def test_the_locks_satisfy_pyproject():
 
 def test_the_layer_is_identified_by_the_locks_content(tmp_path, monkeypatch):
     # Given the layer's identity from the lock as checked in
-    before = packaging.dependencies_hash("python3.14")
+    before = packaging.dependencies_hash(True)
     # When one pin changes
     changed = tmp_path / "lambda.txt"
     changed.write_text(packaging.LAMBDA_LOCK.read_text().replace("uuid6==", "uuid6==0", 1))
     monkeypatch.setattr(packaging, "LAMBDA_LOCK", changed)
     # Then the layer is another asset (a new pin redeploys), and so is a sources-only build
-    assert packaging.dependencies_hash("python3.14") != before
+    assert packaging.dependencies_hash(True) != before
     monkeypatch.undo()
-    assert packaging.dependencies_hash(None) != before
+    assert packaging.dependencies_hash(False) != before
 
 
 def test_the_bytecode_is_used_without_looking_at_the_sources(tmp_path):
@@ -210,13 +210,13 @@ def test_with_the_runtimes_python_the_code_asset_holds_bytecode_lambda_uses(tmp_
     assert_unchecked_bytecode_of(bundled_app(tmp_path, interpreter), interpreter)
 
 
-def test_without_the_runtimes_python_the_assets_ship_sources_and_bundling_says_so(tmp_path, capsys):
-    # When the code asset is bundled with no interpreter of the runtime's version, Then synthesis goes on:
+def test_with_sources_opted_in_the_assets_ship_sources_and_bundling_says_so(tmp_path, capsys):
+    # When the code asset is bundled with no interpreter of the runtime's version (-c sourceOnlyAssets=true)
     asset = bundled_app(tmp_path, None)
     # the asset holds every handler's source, no bytecode, and the deployer is told why
     assert (asset / "functions" / "relay" / "handler.py").exists()
     assert not list(asset.rglob("*.pyc"))
-    assert "WARNING: no python3.14" in capsys.readouterr().err
+    assert "WARNING: -c sourceOnlyAssets=true" in capsys.readouterr().err
     # And the layer says the same
     packaging.compile_or_warn(None, tmp_path, packaging.LAYER_PYTHON_PATH, "layer")
     assert "the layer ships without bytecode" in capsys.readouterr().err
@@ -237,10 +237,132 @@ def test_the_code_assets_hash_covers_exactly_the_files_it_copies(tmp_path, monke
     packaging.copy_app(out)
     assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == sorted(packaging.app_files())
     # And changing a copied non-Python file changes the asset; changing an ignored one does not
-    before = packaging.app_hash(None)
+    before = packaging.app_hash(False)
     (root / "shared" / "__pycache__" / "stale.cpython-311.pyc").write_bytes(b"newer")
-    assert packaging.app_hash(None) == before
+    assert packaging.app_hash(False) == before
     data.write_text('{"changed": true}')
-    assert packaging.app_hash(None) != before
+    assert packaging.app_hash(False) != before
     # And bytecode or not is another asset
-    assert packaging.app_hash("python3.14") != packaging.app_hash(None)
+    assert packaging.app_hash(True) != packaging.app_hash(False)
+
+
+# -- bytecode on every deploy, or a refusal ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("interpreter", "docker", "sources_allowed", "chosen"),
+    [
+        ("/usr/bin/python3.14", True, False, "local"),  # the runtime's Python here (PATH or uv) comes first
+        (None, True, False, "docker"),  # else CDK's Docker bundling in the runtime's image
+        (None, True, True, "docker"),  # a way to compile wins over the opt-in
+        (None, False, True, "sources"),  # else sources, only when opted in
+    ],
+    ids=["local", "docker", "docker-over-opt-in", "sources-opted-in"],
+)
+def test_a_bundling_synth_compiles_here_else_in_docker_else_ships_sources_only_when_asked(
+    interpreter, docker, sources_allowed, chosen
+):
+    assert packaging.choose_bytecode(interpreter, docker, sources_allowed) == chosen
+
+
+def test_with_no_way_to_compile_and_no_opt_in_the_synth_refuses_naming_every_way():
+    with pytest.raises(packaging.BytecodeUnavailable) as refused:
+        packaging.choose_bytecode(None, False, False)
+    message = str(refused.value.code)
+    for way in ("python3.14 on the PATH", "uv python install 3.14", "run Docker", "-c sourceOnlyAssets=true",
+                "public.ecr.aws/sam/build-python3.14"):  # fmt: skip
+        assert way in message, (way, message)
+
+
+@pytest.mark.parametrize(
+    ("script", "available"),
+    [("#!/bin/sh\necho 27.0.1\n", True), ("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n", False),
+     (None, False)],
+    ids=["daemon-answers", "daemon-down", "no-docker"],
+)  # fmt: skip
+def test_docker_counts_only_when_its_daemon_answers(monkeypatch, tmp_path, script, available):
+    if script is not None:
+        docker = tmp_path / "docker"
+        docker.write_text(script)
+        docker.chmod(0o755)
+    monkeypatch.delenv("CDK_DOCKER", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert packaging.docker_available() is available
+
+
+def test_in_docker_mode_local_bundling_declines_so_cdk_bundles_in_the_runtimes_image(tmp_path):
+    out = tmp_path / "asset"
+    out.mkdir()
+    assert packaging._AppCode(None, "docker").try_bundle(str(out)) is False
+    assert packaging._Dependencies(None, "docker").try_bundle(str(out)) is False
+    assert not list(out.iterdir())  # nothing downloaded, nothing copied: Docker does it
+
+
+def test_the_docker_command_builds_the_code_asset_as_local_bundling_does(tmp_path):
+    # Given the command CDK runs in the runtime's image, its mounts and its Python replaced by this machine's
+    out = tmp_path / "out"
+    out.mkdir()
+    [bash, flag, script] = packaging.docker_app_command()
+    script = (script.replace("/asset-input", str(packaging.ROOT / "functions"))
+              .replace("/asset-shared", str(packaging.ROOT / "shared"))
+              .replace("/asset-output", str(out)).replace("python -m", f"{sys.executable} -m"))  # fmt: skip
+    # When it runs
+    subprocess.run([bash, flag, script], check=True)
+    # Then the asset holds what local bundling copies, each module with unchecked bytecode naming /var/task
+    copied = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert copied == sorted(packaging.app_files())
+    assert_unchecked_bytecode_of(out, sys.executable)
+    assert packaging.TASK_PATH.encode() in next(out.rglob("handler.*.pyc")).read_bytes()
+
+
+def test_the_docker_command_installs_the_layer_from_the_lock_and_compiles_it():
+    [_, _, script] = packaging.docker_dependencies_command()
+    assert "-r /asset-input/lambda.txt" in script and "--require-hashes" in script, script  # noqa: PT018
+    assert "--target /asset-output/python" in script, script
+    assert f"-p {packaging.LAYER_PYTHON_PATH}" in script and "unchecked-hash" in script, script  # noqa: PT018
+
+
+def test_a_bundling_synth_with_no_python_no_uv_and_no_docker_refuses_unless_sources_are_opted_in(
+    monkeypatch, tmp_path, capsys
+):
+    import aws_cdk as cdk
+
+    from app import build_app
+
+    # Given a machine with no python3.14, a uv that cannot fetch one (offline) and no Docker
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(packaging, "_uv", lambda *command: None)
+    bundled: list[str] = []
+    copy_app = packaging.copy_app
+
+    def recorded(out: Path) -> None:
+        bundled.append(str(out))
+        copy_app(out)
+
+    monkeypatch.setattr(packaging, "copy_app", recorded)
+    # When a synthesis that bundles builds the stack, Then it stops with the refusal, before any bundling
+    with pytest.raises(packaging.BytecodeUnavailable) as refused:
+        build_app(cdk.App(context={"stackName": "Refused"}))
+    assert refused.value.code == packaging.NO_BYTECODE_REFUSAL
+    assert bundled == []
+    # When the deployer opts in to sources (a stand-in for pip writes one module: this test stays offline)
+    installed = "import pathlib, sys; p = pathlib.Path(sys.argv[1]); p.mkdir(parents=True); (p / 'm.py').touch()"
+    monkeypatch.setattr(packaging, "pip_command", lambda target, *_: [sys.executable, "-c", installed, str(target)])
+    app, _ = build_app(cdk.App(outdir=str(tmp_path), context={"stackName": "SourcesOnly", "sourceOnlyAssets": "true"}))
+    app.synth()
+    # Then both assets are bundled, as sources, and the deployer is told so for each
+    assert bundled, "the code asset was not bundled"
+    warned = capsys.readouterr().err
+    for asset in ("code asset", "layer"):
+        assert packaging.NO_BYTECODE_WARNING.format(asset=asset) in warned, warned
+
+
+def test_cdk_json_silences_jsiis_end_of_life_banner_for_the_node_versions_the_makefile_does():
+    # cdk.json cannot set an environment variable, but its app is a shell command: the assignment prefixes it
+    import json as json_
+
+    app = json_.loads((packaging.ROOT / "cdk.json").read_text())["app"]
+    [makefile] = re.findall(r"^export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := (\S+)$",
+                            (packaging.ROOT / "Makefile").read_text(), flags=re.MULTILINE)  # fmt: skip
+    assert app.split()[0] == f"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION={makefile}", app
+    assert app.split()[1:] == [".venv/bin/python", "app.py"], app

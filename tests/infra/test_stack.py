@@ -156,21 +156,48 @@ def test_the_queue_admits_send_only_from_the_topic_and_the_redrive_role(resource
     }
 
 
-def test_the_redrive_role_may_move_dlq_messages_to_the_queue_and_nothing_else(resources):
-    [(name, _)] = [
-        (n, r) for n, r in of_type(resources, "AWS::IAM::Role").items() if n.startswith("MessagingDlqRedrive")
-    ]
-    [policy] = [p["Properties"] for p in of_type(resources, "AWS::IAM::Policy").values()
-                if {"Ref": name} in p["Properties"]["Roles"]]  # fmt: skip
-    grants = {json.dumps(s["Resource"]): sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
-              for s in policy["PolicyDocument"]["Statement"]}  # fmt: skip
-    [(dlq, consume), (queue_arn, send)] = sorted(grants.items(), key=lambda item: "EventsQueue" in item[0])
-    assert "MessagingEventsDlq" in dlq
-    assert "MessagingEventsQueue" in queue_arn
-    assert "sqs:ReceiveMessage" in consume
-    assert "sqs:DeleteMessage" in consume
-    assert "sqs:SendMessage" in send
-    assert all(action.startswith("sqs:") for action in consume + send)
+def by_name(resources, kind: str, prefix: str) -> str:
+    [name] = [name for name in of_type(resources, kind) if name.startswith(prefix)]
+    return name
+
+
+MOVE_TASK = ("sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:CancelMessageMoveTask")
+
+
+def test_sqs_own_dlq_redrive_is_open_to_the_redrive_role_and_nobody_else(resources):
+    # Given every identity policy of the stack, by the roles it is attached to
+    dlq_ref = {"Fn::GetAtt": [by_name(resources, "AWS::SQS::Queue", "MessagingEventsDlq"), "Arn"]}
+    queue_ref = {"Fn::GetAtt": [by_name(resources, "AWS::SQS::Queue", "MessagingEventsQueue"), "Arn"]}
+    allowed: dict[str, set[tuple[str, str]]] = {}
+    for policy in of_type(resources, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Effect"] != "Allow":
+                continue
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for ref in policy["Properties"]["Roles"]:
+                allowed.setdefault(ref["Ref"], set()).update(
+                    (action, json.dumps(target)) for action in actions for target in targets
+                )
+    [redrive] = [name for name in allowed if name.startswith("MessagingDlqRedriveRole")]
+    # Then the redrive role may start, follow and cancel a move task from the DLQ, with the rights the task
+    # uses (receive, delete and read attributes on the DLQ, send to the queue: AWS's StartMessageMoveTask)
+    needed = {(action, json.dumps(dlq_ref)) for action in
+              (*MOVE_TASK, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")}  # fmt: skip
+    needed.add(("sqs:SendMessage", json.dumps(queue_ref)))
+    assert needed <= allowed[redrive], sorted(needed - allowed[redrive])
+    # and nothing else: SQS actions on those two queues only
+    beyond = {(a, t) for a, t in allowed[redrive] if not a.startswith("sqs:") or t not in (
+        json.dumps(dlq_ref), json.dumps(queue_ref))}  # fmt: skip
+    assert not beyond, sorted(beyond)
+    # and no other role may move messages anywhere
+    others = {name: sorted(a for a, _ in grants if a in MOVE_TASK or a == "sqs:*")
+              for name, grants in allowed.items() if name != redrive}  # fmt: skip
+    assert not any(others.values()), {name: found for name, found in others.items() if found}
+    # and the queue's resource policy lets the role's sends through (its deny spares the role's ARN)
+    [deny] = [s for s in policy_statements(resources, "AWS::SQS::QueuePolicy", "MessagingEventsQueue")
+              if s["Effect"] == "Deny" and s["Action"] == "sqs:SendMessage"]  # fmt: skip
+    assert deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == {"Fn::GetAtt": [redrive, "Arn"]}, deny
 
 
 # -- functions and event sources --------------------------------------------------------------
@@ -193,7 +220,7 @@ def test_functions_run_on_arm64_newest_python_with_tracing_json_logs_and_powerto
         assert function["Architectures"] == ["arm64"]
         assert function["TracingConfig"] == {"Mode": "Active"}
         assert function["LoggingConfig"]["LogFormat"] == "JSON"
-        assert function["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == names.NAMESPACE
+        assert function["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == names.stack_namespace("LoanSaga")
         assert function["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
         assert len(function["Layers"]) == 1
     for log_group in of_type(resources, "AWS::Logs::LogGroup").values():

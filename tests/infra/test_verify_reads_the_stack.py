@@ -49,7 +49,8 @@ def test_the_dashboard_verify_parses_charts_every_metric_an_alarm_reads(resource
     assert len(alarmed) > 20, alarmed
     assert alarmed <= charted, alarmed - charted
     # and the saga's own metrics are charted per service (the dimension its functions write)
-    saga = {(name, dimensions) for namespace, name, dimensions in charted if namespace == names.NAMESPACE}
+    saga = {(name, dimensions) for namespace, name, dimensions in charted
+            if namespace == names.stack_namespace("LoanSaga")}  # fmt: skip
     assert (names.PUBLISH_FAILURES, (("service", names.SWEEPER),)) in saga  # a math expression's input
     assert all(len(dimensions) == 1 and dimensions[0][0] == "service" for _, dimensions in saga)
 
@@ -77,3 +78,39 @@ def test_the_layer_and_every_function_are_on_the_architecture_verify_checks(reso
 def test_the_outputs_verify_reads_are_there(template):
     outputs = template.to_json()["Outputs"]
     assert {stack_outputs.OUTPUT_DASHBOARD, stack_outputs.OUTPUT_ALARM_TOPIC} <= set(outputs)
+
+
+def _custom_metrics_read(resources: dict[str, Any]) -> set[signals.Metric]:
+    """Every metric outside AWS's namespaces that the stack's alarms or dashboard widgets read."""
+    [dashboard] = of_type(resources, "AWS::CloudWatch::Dashboard").values()
+    read = set(signals.dashboard_metrics(json.loads(_resolved(dashboard["Properties"]["DashboardBody"]))))
+    read |= {m for alarm in of_type(resources, "AWS::CloudWatch::Alarm").values()
+             for m in _alarm_metrics(alarm["Properties"])}  # fmt: skip
+    return {m for m in read if not m[0].startswith("AWS/")}
+
+
+def _custom_metrics_written(resources: dict[str, Any]) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+    """(namespace, dimensions) of every metric the stack's functions may write: Powertools writes each in
+    the function's POWERTOOLS_METRICS_NAMESPACE with its POWERTOOLS_SERVICE_NAME as `service`."""
+    written: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for function in of_type(resources, "AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        if "POWERTOOLS_METRICS_NAMESPACE" in variables:
+            service = (("service", variables["POWERTOOLS_SERVICE_NAME"]),)
+            written.add((variables["POWERTOOLS_METRICS_NAMESPACE"], service))
+    return written
+
+
+def test_two_stacks_in_one_account_read_no_custom_metric_the_other_writes(resources, variant):
+    # Given two stacks of one account (LoanSaga, and LoanSagaDev with every flag flipped)
+    stacks = {"LoanSaga": resources, "LoanSagaDev": variant}
+    read = {name: _custom_metrics_read(found) for name, found in stacks.items()}
+    written = {name: _custom_metrics_written(found) for name, found in stacks.items()}
+    for name, other in (("LoanSaga", "LoanSagaDev"), ("LoanSagaDev", "LoanSaga")):
+        # Then each reads custom metrics, every one in its own namespace, written by one of its own functions
+        assert len(read[name]) > 10, (name, read[name])
+        own = {(namespace, dimensions) for namespace, _, dimensions in read[name]}
+        assert own <= written[name], (name, sorted(own - written[name]))
+        # and none that the other stack's functions write (same namespace and dimensions)
+        crossing = sorted(m for m in read[name] if (m[0], m[2]) in written[other])
+        assert not crossing, (f"{name} reads what {other} writes", crossing)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import urllib3
 
 from functions.orchestrator import bootstrap
 from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS
@@ -26,15 +27,16 @@ API_GATEWAY_INTEGRATION_TIMEOUT = 29.0
 
 
 class SlowWire:
-    """Every attempt at loans-api takes its whole connect + read timeout, then meets its fault."""
+    """Every attempt at loans-api takes its whole connect + read timeout (the first attempt's, or a
+    retry's: what the attempt was given), then meets its fault."""
 
-    def __init__(self, inner: InProcessHttp, clock: FakeClock, attempt_seconds: float) -> None:
+    def __init__(self, inner: InProcessHttp, clock: FakeClock) -> None:
         self.inner = inner
         self.clock = clock
-        self.attempt_seconds = attempt_seconds
 
     def request(self, *args: Any, **kwargs: Any) -> Any:
-        self.clock.now += self.attempt_seconds
+        timeout: urllib3.Timeout = kwargs["timeout"]
+        self.clock.now += float(timeout.connect_timeout) + float(timeout.read_timeout)  # type: ignore[arg-type]
         return self.inner.request(*args, **kwargs)
 
 
@@ -60,7 +62,7 @@ def slow_orchestrator(settings: OrchestratorSettings, loans_http: InProcessHttp,
     def longest_sleep(seconds: float) -> None:
         clock.now += seconds + policy.max_jitter  # the schedule's ceiling, not what was drawn
 
-    wire = SlowWire(loans_http, clock, bootstrap.loans_attempt_seconds(settings))
+    wire = SlowWire(loans_http, clock)
     return bootstrap.build(settings, quiet_metrics("orchestrator"), http=wire, sleep=longest_sleep, monotonic=clock)
 
 

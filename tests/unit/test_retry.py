@@ -5,7 +5,7 @@ import urllib3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS, RequestDeadline
+from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS, DeadlineReached, RequestDeadline
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from saga.local.inprocess import FakeHttpResponse
 from shared.errors import UpstreamUnavailable
@@ -162,3 +162,31 @@ def test_a_4xx_is_returned_with_its_problem_and_the_replay_header_is_read():
         "http://loans", Requester(FakeHttpResponse(201, b"{}", {"Idempotent-Replayed": "true"})), urllib3.Timeout(1, 1)
     ).send(REQUEST)
     assert replayed.replayed
+
+
+def test_the_first_attempt_goes_through_its_own_client_and_every_retry_through_the_other():
+    # Given a first-attempt client (the long, cold-start timeout) that times out, and a retry client
+    first, retries = FlakyClient(failures=1), FlakyClient(failures=1)
+    sleeps: list[float] = []
+    client = RetryingLoansClient(retries, RetryPolicy(), RequestDeadline(), attempt_seconds=0.9,
+                                 sleep=sleeps.append, unit_random=lambda: 0.0,
+                                 first=first, first_attempt_seconds=2.8)  # fmt: skip
+    # When a call fails once on each
+    assert client.send(REQUEST).status == 201
+    # Then the first attempt went through the first client alone, the two retries through the other
+    assert (first.calls, retries.calls) == (1, 2)
+    assert sleeps == [1.0, 2.0]
+
+
+def test_a_call_is_not_started_unless_its_first_attempts_worst_case_fits():
+    # Given 2.5 s left: a retry (0.9 s) would fit, the first attempt (2.8 s) does not
+    clock = FakeClock()
+    deadline = RequestDeadline(clock)
+    deadline.start(Remaining(2.5 + RESPONSE_MARGIN_SECONDS))
+    first, retries = FlakyClient(failures=0), FlakyClient(failures=0)
+    client = RetryingLoansClient(retries, RetryPolicy(), deadline, attempt_seconds=0.9,
+                                 first=first, first_attempt_seconds=2.8)  # fmt: skip
+    # Then the call is refused before any attempt
+    with pytest.raises(DeadlineReached, match=r"worst case 2\.8 s") as refused:
+        client.send(REQUEST)
+    assert (first.calls, retries.calls) == (0, 0), refused.value

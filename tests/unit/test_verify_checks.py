@@ -3,9 +3,14 @@ command is sent; the metrics read off a dashboard body in CloudWatch's format.""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import pytest
 from botocore.exceptions import ClientError
 
-from saga.verify import checks, journey, signals
+from saga.verify import checks, configuration, journey, signals
+from shared import metric_names
 
 
 def _deployment() -> checks.Deployment:
@@ -77,3 +82,68 @@ def test_the_metrics_of_a_dashboard_body_with_their_dimensions_repeats_and_expre
         ("LoanSaga", "EventsFailed", (("service", "consumer"),)),
         ("AWS/SQS", "ApproximateNumberOfMessagesVisible", (("QueueName", "dlq"),)),
     ]
+
+
+APIGATEWAY_TRUST: dict[str, Any] = {"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Principal": {"Service": "apigateway.amazonaws.com"}, "Action": "sts:AssumeRole"}]}  # fmt: skip
+
+
+def test_a_logging_role_must_let_api_gateway_assume_it():
+    # API Gateway's own trust (as CDK and the console write it, listed or not) admits it
+    assert configuration.api_gateway_may_assume(APIGATEWAY_TRUST)
+    listed = {"Statement": [{"Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com",
+              "apigateway.amazonaws.com"]}, "Action": ["sts:AssumeRole", "sts:TagSession"]}]}  # fmt: skip
+    assert configuration.api_gateway_may_assume(listed)
+    # Another service's trust, another action, or an explicit deny does not
+    lambda_only = {
+        "Statement": [{**APIGATEWAY_TRUST["Statement"][0], "Principal": {"Service": "lambda.amazonaws.com"}}]
+    }
+    assert not configuration.api_gateway_may_assume(lambda_only)
+    web_identity = {"Statement": [{**APIGATEWAY_TRUST["Statement"][0], "Action": "sts:AssumeRoleWithWebIdentity"}]}
+    assert not configuration.api_gateway_may_assume(web_identity)
+    denied = {"Statement": [*APIGATEWAY_TRUST["Statement"], {**APIGATEWAY_TRUST["Statement"][0], "Effect": "Deny"}]}
+    assert not configuration.api_gateway_may_assume(denied)
+
+
+class ListedMetrics:
+    """CloudWatch's ListMetrics over a fixed set of (namespace, name, dimensions)."""
+
+    def __init__(self, body: dict, written: set[signals.Metric]) -> None:
+        self.body = body
+        self.written = written
+
+    def get_dashboard(self, DashboardName: str) -> dict:  # noqa: N803 - botocore's names
+        return {"DashboardBody": json.dumps(self.body)}
+
+    def list_metrics(self, Namespace: str, MetricName: str, Dimensions: list | None = None) -> dict:  # noqa: N803
+        wanted = {(d["Name"], d["Value"]) for d in Dimensions or []}
+        return {"Metrics": [
+            {"Namespace": n, "MetricName": m, "Dimensions": [{"Name": k, "Value": v} for k, v in dims]}
+            for n, m, dims in self.written if (n, m) == (Namespace, MetricName) and wanted <= set(dims)]}  # fmt: skip
+
+
+def _charted(*rows: list) -> dict:
+    return {"widgets": [{"type": "metric", "properties": {"metrics": list(rows)}}]}
+
+
+def test_a_metric_written_only_on_occurrence_may_be_absent_whatever_other_dimensions_hold():
+    # Given a dashboard charting replays for loans-api and the orchestrator, and one retried command: the
+    # orchestrator wrote IdempotentReplays, loans-api did not
+    ns = metric_names.stack_namespace("S")
+    body = _charted([ns, metric_names.IDEMPOTENT_REPLAYS, "service", "loans-api"],
+                    [ns, metric_names.IDEMPOTENT_REPLAYS, "service", "orchestrator"])  # fmt: skip
+    written: set[signals.Metric] = {(ns, metric_names.IDEMPOTENT_REPLAYS, (("service", "orchestrator"),))}
+    deployment = _deployment()
+    deployment.outputs["DashboardName"] = "S-dashboard"
+    deployment.__dict__["cloudwatch"] = ListedMetrics(body, written)
+    # Then the metrics check holds, and says one is not written yet
+    assert signals.metrics_present(deployment) == (
+        "1 of 2 dashboard metrics present; 1 written only when it happens, none yet"
+    )
+    # But a metric every run writes, absent under the dashboard's dimensions, fails, naming where it is
+    body = _charted([ns, metric_names.EVENTS_APPLIED, "service", "consumers"])
+    deployment.__dict__["cloudwatch"] = ListedMetrics(
+        body, {(ns, metric_names.EVENTS_APPLIED, (("service", "consumer"),))}
+    )
+    with pytest.raises(checks.Failed, match=r"EventsApplied\{service=consumers\} \(present under other dimensions\)"):
+        signals.metrics_present(deployment)
