@@ -261,18 +261,17 @@ class JourneyService:
         raise StoreContention(f"journey {journey_id} kept changing while '{command}' was decided; retrying is safe")
 
     def _gate(self, record: ControlRecord, command: Command) -> ControlRecord:
-        """The record to decide `command` on. A terminal record is final (its state came from the
-        ledger and can never change), so its answer stands; a live record may be behind loans-api
-        (replies lost, road 2 not there yet): before refusing, or before answering a repeat as
-        settled, catch up with the truth."""
-        if state_machine.is_terminal(record.currentState):
-            fresh = record
-        elif state_machine.is_allowed(record.currentState, command) and not state_machine.is_settled(
+        """The record to decide `command` on. A live record may be behind loans-api (replies lost, road 2
+        not there yet): before refusing, or before answering a repeat as settled, catch up with the truth.
+        A terminal record too, though loans-api never leaves a terminal state: the one ledger read is what
+        tells a record that is ahead of the ledger (a journeys table restored from a newer backup than the
+        loans table, a forged record) from loans-api's own end, so the agent is never told a journey is
+        cancelled or disbursed, or final, that loans-api holds live (journey-needs-repair instead)."""
+        if state_machine.is_allowed(record.currentState, command) and not state_machine.is_settled(
             record.currentState, command
         ):
             return record
-        else:
-            fresh = self._catch_up(record)
+        fresh = self._catch_up(record)
         refuse_if_illegal(fresh, command)
         return fresh
 

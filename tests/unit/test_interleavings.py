@@ -14,7 +14,7 @@ import pytest
 from shared import metric_names as names
 from shared.errors import IdempotencyKeyReused, IllegalTransition, JourneyNeedsRepair, StaleSimulation
 from shared.problems import domain_problem
-from tests.fakes import FakeSystem, accept, cancel, disburse, every_reply_lost, simulate, state_of
+from tests.fakes import FakeSystem, accept, cancel, current_id, disburse, every_reply_lost, simulate, state_of
 from tests.support import ApiClient, quiet_metrics
 
 
@@ -250,3 +250,23 @@ def test_a_command_on_a_record_ahead_of_the_ledger_tells_the_agent_an_operator_m
     assert "retrying is safe" not in answer["detail"]
     assert system.loans_store.events == events_before
     assert metrics.metric_set[names.JOURNEYS_NEEDING_REPAIR]["Value"] == [1.0]
+
+
+@pytest.mark.parametrize("command", ["cancel", "disburse"])
+def test_a_terminal_record_ahead_of_the_ledger_is_no_answer_to_the_agent_but_a_journey_to_repair(system, command):
+    # Given a journey loans-api holds `accepted` at seq 2, whose record says `cancelled` at seq 3 (the journeys
+    # table restored from a backup newer than the loans table's, or a forged record): loans-api cancelled nothing
+    journey = system.new_journey()
+    simulate(system, journey)
+    accept(system, journey)
+    acceptance = current_id(system, journey, "acceptance")
+    record = system.journeys.records[journey]
+    system.journeys.records[journey] = record.model_copy(update={"currentState": "cancelled", "lastAppliedSeq": 3})
+    events_before = list(system.loans_store.events)
+    # When the agent cancels (a repeat, to the record) or disburses the acceptance loans-api holds active
+    # Then it is not told the journey is cancelled (a 200 replay) nor final (a 409 with nothing legal), both
+    # untrue of loans-api's journey, but that an operator must repair it; and nothing was done
+    with pytest.raises(JourneyNeedsRepair):
+        answer = cancel(system, journey) if command == "cancel" else disburse(system, journey, acceptance)
+        pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record ahead of loans-api's ledger")
+    assert system.loans_store.events == events_before
