@@ -270,3 +270,22 @@ def test_a_terminal_record_ahead_of_the_ledger_is_no_answer_to_the_agent_but_a_j
         answer = cancel(system, journey) if command == "cancel" else disburse(system, journey, acceptance)
         pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record ahead of loans-api's ledger")
     assert system.loans_store.events == events_before
+
+
+@pytest.mark.parametrize("command", ["cancel", "accept"])
+def test_a_record_diverged_from_the_ledger_at_its_seq_is_a_journey_to_repair_not_an_answer(system, command):
+    # Given a journey loans-api holds `simulated` at seq 1, whose record says `cancelled` at that same seq (written
+    # by something other than an event: no catch-up moves it, the seq being the ledger's)
+    journey = system.new_journey()
+    simulate(system, journey)
+    quote = current_id(system, journey, "simulation")
+    record = system.journeys.records[journey]
+    system.journeys.records[journey] = record.model_copy(update={"currentState": "cancelled"})
+    events_before = list(system.loans_store.events)
+    # When the agent cancels (a repeat, to the record) or accepts the quote loans-api holds active
+    # Then it is told neither "cancelled" nor "final" of a journey loans-api holds live, but that an operator
+    # must repair it; and nothing was done
+    with pytest.raises(JourneyNeedsRepair):
+        answer = cancel(system, journey) if command == "cancel" else accept(system, journey, quote)
+        pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record diverged from loans-api's ledger")
+    assert system.loans_store.events == events_before
