@@ -349,4 +349,3 @@ def _holds(record: ControlRecord, event: LoanEvent) -> bool:
         )
 
     return view.state == truth.state and ids(view) == ids(truth)
-

@@ -266,8 +266,11 @@ def test_a_terminal_record_ahead_of_the_ledger_is_no_answer_to_the_agent_but_a_j
     # When the agent cancels (a repeat, to the record) or disburses the acceptance loans-api holds active
     # Then it is not told the journey is cancelled (a 200 replay) nor final (a 409 with nothing legal), both
     # untrue of loans-api's journey, but that an operator must repair it; and nothing was done
-    with pytest.raises(JourneyNeedsRepair):
+    try:
         answer = cancel(system, journey) if command == "cancel" else disburse(system, journey, acceptance)
+    except JourneyNeedsRepair:
+        pass
+    else:
         pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record ahead of loans-api's ledger")
     assert system.loans_store.events == events_before
 
@@ -285,7 +288,10 @@ def test_a_record_diverged_from_the_ledger_at_its_seq_is_a_journey_to_repair_not
     # When the agent cancels (a repeat, to the record) or accepts the quote loans-api holds active
     # Then it is told neither "cancelled" nor "final" of a journey loans-api holds live, but that an operator
     # must repair it; and nothing was done
-    with pytest.raises(JourneyNeedsRepair):
+    try:
         answer = cancel(system, journey) if command == "cancel" else accept(system, journey, quote)
+    except JourneyNeedsRepair:
+        pass
+    else:
         pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record diverged from loans-api's ledger")
     assert system.loans_store.events == events_before

@@ -411,4 +411,5 @@ def test_a_journey_that_needs_repair_tells_the_model_to_stop_and_call_an_operato
     assert outcome.document["retryable"] is False, outcome.document
     assert "take another action" not in outcome.guidance, outcome.guidance
     advice = outcome.guidance.removeprefix(f"error 500 ({outcome.document['title']}): {outcome.document['detail']}")
-    assert "stop" in advice and "operator" in advice, outcome.guidance
+    assert "stop" in advice, outcome.guidance
+    assert "operator" in advice, outcome.guidance
