@@ -262,6 +262,11 @@ class JourneyTools:
         if "availableActions" in document:
             actions = self.next_actions(document.get("availableActions") or [])
             return f"{said}. Not retryable; legal now: {actions or 'nothing (the journey is final)'}."
+        if str(document.get("type", "")).endswith(":journey-needs-repair"):
+            # No command on this journey can be decided, a repeat or another one, until an operator repairs it.
+            return (
+                f"{said}. Not retryable, and no other call on this journey helps now: stop, report it to an operator."
+            )
         return f"{said}. Not retryable: change the input or take another action."
 
     def next_actions(self, available: Iterable[Any]) -> str:

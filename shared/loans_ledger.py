@@ -11,6 +11,9 @@ from shared.events import LoanEvent
 from shared.loans_client import LoansClient, LoansReply, LoansRequest
 
 LEDGER_ROUTE = "GET /journeys/{id}/ledger"
+# loans-api's own answer for a journey it has had no command for (shared/problems.py): only this 404 means
+# "no ledger"; any other (no such route: a stage or base path deployed wrong) says nothing about the journey.
+_NOT_FOUND_TYPE = "urn:loan-saga:problem:not-found"
 
 
 def ledger_path(journey_id: str) -> str:
@@ -28,7 +31,7 @@ class LoansLedger:
         """The newest event of loans-api's ledger for the journey (applying it brings a Control
         Record up to the truth), or None while the journey has had no command. One read."""
         reply = self._client.send(LoansRequest("GET", ledger_path(journey_id)))
-        if reply.status == 404:
+        if reply.status == 404 and isinstance(reply.body, dict) and reply.body.get("type") == _NOT_FOUND_TYPE:
             return None
         require_success(reply, LEDGER_ROUTE)
         return event_in(reply, LEDGER_ROUTE, "lastEvent")

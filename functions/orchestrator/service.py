@@ -31,7 +31,7 @@ from functions.orchestrator.refusals import (
 from functions.orchestrator.views import render_json
 from shared import aws, backoff, state_machine
 from shared import metric_names as names
-from shared.applier import EventApplier
+from shared.applier import EventApplier, Outcome
 from shared.control_record import ControlRecord, new_control_record
 from shared.errors import (
     BusinessRuleViolated,
@@ -44,7 +44,7 @@ from shared.errors import (
     StoreContention,
     UpstreamUnavailable,
 )
-from shared.events import LoanEvent
+from shared.events import LoanEvent, LoanSnapshot
 from shared.idempotency import Answer, Receipt
 from shared.state_machine import Command
 
@@ -286,18 +286,17 @@ class JourneyService:
         raise StoreContention(f"journey {journey_id} kept changing while '{command}' was decided; retrying is safe")
 
     def _gate(self, record: ControlRecord, command: Command) -> ControlRecord:
-        """The record to decide `command` on. A terminal record is final (its state came from the
-        ledger and can never change), so its answer stands; a live record may be behind loans-api
-        (replies lost, road 2 not there yet): before refusing, or before answering a repeat as
-        settled, catch up with the truth."""
-        if state_machine.is_terminal(record.currentState):
-            fresh = record
-        elif state_machine.is_allowed(record.currentState, command) and not state_machine.is_settled(
+        """The record to decide `command` on. A live record may be behind loans-api (replies lost, road 2
+        not there yet): before refusing, or before answering a repeat as settled, catch up with the truth.
+        A terminal record too, though loans-api never leaves a terminal state: the one ledger read is what
+        tells a record that is ahead of the ledger (a journeys table restored from a newer backup than the
+        loans table, a forged record) from loans-api's own end, so the agent is never told a journey is
+        cancelled or disbursed, or final, that loans-api holds live (journey-needs-repair instead)."""
+        if state_machine.is_allowed(record.currentState, command) and not state_machine.is_settled(
             record.currentState, command
         ):
             return record
-        else:
-            fresh = self._catch_up(record)
+        fresh = self._catch_up(record)
         refuse_if_illegal(fresh, command)
         return fresh
 
@@ -316,13 +315,25 @@ class JourneyService:
             "caught up with loans-api",
             extra={"journey_id": record.journeyId, "seq": latest.seq, "outcome": decision.outcome.value},
         )
+        if decision.outcome is Outcome.SKIPPED or (
+            decision.record.lastAppliedSeq == latest.seq and not _holds(decision.record, latest)
+        ):
+            # At the ledger's seq but not what it says (written by something other than an event), or a record
+            # the ledger's state cannot be reached from: no catch-up moves it, no command decided on it means
+            # what loans-api holds.
+            raise self._needs_repair(decision.record, latest)
         return decision.record
 
     def _needs_repair(self, record: ControlRecord, latest: LoanEvent | None) -> JourneyNeedsRepair:
         journey_id = record.journeyId
-        ledger = "has no ledger of it" if latest is None else f"is at seq {latest.seq}"
+        if latest is None:
+            ledger = "has no ledger of it"
+        elif latest.seq < record.lastAppliedSeq:
+            ledger = f"is at seq {latest.seq}"
+        else:
+            ledger = f"says {latest.snapshot.state} at seq {latest.seq}"
         logger.error(
-            "journey needs repair: its Control Record is ahead of loans-api's ledger",
+            "journey needs repair: its Control Record is ahead of loans-api's ledger or diverged from it",
             extra={"journey_id": journey_id, "seq": record.lastAppliedSeq, "ledger_seq": latest and latest.seq},
         )
         self._metrics.add_metric(name=names.JOURNEYS_NEEDING_REPAIR, unit=MetricUnit.Count, value=1)
@@ -348,3 +359,18 @@ class JourneyService:
 
     def _count_replay(self) -> None:
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
+
+
+def _holds(record: ControlRecord, event: LoanEvent) -> bool:
+    """Does `record`, at `event`'s seq, say what the event's snapshot says: its state and the quote, acceptance and
+    disbursement it holds (the fields the audit judges, functions/auditor/audit.py JourneyView)?"""
+    view, truth = record.loan_view(), event.snapshot
+
+    def ids(snapshot: LoanSnapshot) -> tuple[str | None, ...]:
+        return (
+            snapshot.simulation.simulationId if snapshot.simulation else None,
+            snapshot.acceptance.acceptanceId if snapshot.acceptance else None,
+            snapshot.disbursement.disbursementId if snapshot.disbursement else None,
+        )
+
+    return view.state == truth.state and ids(view) == ids(truth)

@@ -14,7 +14,7 @@ import pytest
 from shared import metric_names as names
 from shared.errors import IdempotencyKeyReused, IllegalTransition, JourneyNeedsRepair, StaleSimulation
 from shared.problems import domain_problem
-from tests.fakes import FakeSystem, accept, cancel, disburse, every_reply_lost, simulate, state_of
+from tests.fakes import FakeSystem, accept, cancel, current_id, disburse, every_reply_lost, simulate, state_of
 from tests.support import ApiClient, quiet_metrics
 
 
@@ -250,3 +250,48 @@ def test_a_command_on_a_record_ahead_of_the_ledger_tells_the_agent_an_operator_m
     assert "retrying is safe" not in answer["detail"]
     assert system.loans_store.events == events_before
     assert metrics.metric_set[names.JOURNEYS_NEEDING_REPAIR]["Value"] == [1.0]
+
+
+@pytest.mark.parametrize("command", ["cancel", "disburse"])
+def test_a_terminal_record_ahead_of_the_ledger_is_no_answer_to_the_agent_but_a_journey_to_repair(system, command):
+    # Given a journey loans-api holds `accepted` at seq 2, whose record says `cancelled` at seq 3 (the journeys
+    # table restored from a backup newer than the loans table's, or a forged record): loans-api cancelled nothing
+    journey = system.new_journey()
+    simulate(system, journey)
+    accept(system, journey)
+    acceptance = current_id(system, journey, "acceptance")
+    record = system.journeys.records[journey]
+    system.journeys.records[journey] = record.model_copy(update={"currentState": "cancelled", "lastAppliedSeq": 3})
+    events_before = list(system.loans_store.events)
+    # When the agent cancels (a repeat, to the record) or disburses the acceptance loans-api holds active
+    # Then it is not told the journey is cancelled (a 200 replay) nor final (a 409 with nothing legal), both
+    # untrue of loans-api's journey, but that an operator must repair it; and nothing was done
+    try:
+        answer = cancel(system, journey) if command == "cancel" else disburse(system, journey, acceptance)
+    except JourneyNeedsRepair:
+        pass
+    else:
+        pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record ahead of loans-api's ledger")
+    assert system.loans_store.events == events_before
+
+
+@pytest.mark.parametrize("command", ["cancel", "accept"])
+def test_a_record_diverged_from_the_ledger_at_its_seq_is_a_journey_to_repair_not_an_answer(system, command):
+    # Given a journey loans-api holds `simulated` at seq 1, whose record says `cancelled` at that same seq (written
+    # by something other than an event: no catch-up moves it, the seq being the ledger's)
+    journey = system.new_journey()
+    simulate(system, journey)
+    quote = current_id(system, journey, "simulation")
+    record = system.journeys.records[journey]
+    system.journeys.records[journey] = record.model_copy(update={"currentState": "cancelled"})
+    events_before = list(system.loans_store.events)
+    # When the agent cancels (a repeat, to the record) or accepts the quote loans-api holds active
+    # Then it is told neither "cancelled" nor "final" of a journey loans-api holds live, but that an operator
+    # must repair it; and nothing was done
+    try:
+        answer = cancel(system, journey) if command == "cancel" else accept(system, journey, quote)
+    except JourneyNeedsRepair:
+        pass
+    else:
+        pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record diverged from loans-api's ledger")
+    assert system.loans_store.events == events_before

@@ -429,3 +429,23 @@ def test_list_journeys_with_a_bad_cursor_is_a_problem_the_model_can_act_on():
     assert (outcome.is_error, outcome.status) == (True, 422), outcome.structured()
     assert outcome.structured()["retryable"] is False
     assert "cursor" in outcome.guidance, outcome.guidance
+
+
+def test_a_journey_that_needs_repair_tells_the_model_to_stop_and_call_an_operator_not_to_try_another_action():
+    # Given a journey whose Control Record claims a quote loans-api never committed (seq 3, no ledger)
+    orchestrator = InProcessOrchestrator()
+    tools = tools_over(orchestrator)
+    journey = create(tools)
+    record = orchestrator.system.journeys.records[journey]
+    orchestrator.system.journeys.records[journey] = record.model_copy(
+        update={"currentState": "simulated", "lastAppliedSeq": 3}
+    )
+    # When the model cancels it (legal on the record it sees)
+    outcome = tools.call("cancelJourney", {journey_argument(tools): journey})
+    # Then the problem is journey-needs-repair, not retryable, and the guidance says no call of the model's helps
+    assert outcome.document["type"].endswith("journey-needs-repair"), outcome.document
+    assert outcome.document["retryable"] is False, outcome.document
+    assert "take another action" not in outcome.guidance, outcome.guidance
+    advice = outcome.guidance.removeprefix(f"error 500 ({outcome.document['title']}): {outcome.document['detail']}")
+    assert "stop" in advice, outcome.guidance
+    assert "operator" in advice, outcome.guidance
