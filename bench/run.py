@@ -93,7 +93,11 @@ def measure(smoke: bool) -> dict[str, Any]:
     stage("coldStart")
     guard = input_guard(1 if smoke else 15)
     stage("inputGuard")
-    config = RuntimeConfig(port=free_port(), loans_port=free_port(), aws_port=free_port())
+    # A smoke run's one agent needs one container per function (each warmed container is an interpreter).
+    containers_per_api = 1 if smoke else RuntimeConfig.max_containers
+    config = RuntimeConfig(
+        port=free_port(), loans_port=free_port(), aws_port=free_port(), max_containers=containers_per_api
+    )
     runtime = LocalRuntime(config).start()
     try:
         api, loans_api = f"http://127.0.0.1:{config.port}", f"http://127.0.0.1:{config.loans_port}"
