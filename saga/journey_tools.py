@@ -262,6 +262,8 @@ class JourneyTools:
         if "availableActions" in document:
             actions = self.next_actions(document.get("availableActions") or [])
             return f"{said}. Not retryable; legal now: {actions or 'nothing (the journey is final)'}."
+        if int(document.get("status") or 0) >= 500:  # the system's fault (journey-needs-repair): not the input's
+            return f"{said}. Not retryable: no call will succeed until an operator acts on the detail; tell the user."
         return f"{said}. Not retryable: change the input or take another action."
 
     def next_actions(self, available: Iterable[Any]) -> str:

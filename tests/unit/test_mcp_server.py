@@ -429,3 +429,21 @@ def test_list_journeys_with_a_bad_cursor_is_a_problem_the_model_can_act_on():
     assert (outcome.is_error, outcome.status) == (True, 422), outcome.structured()
     assert outcome.structured()["retryable"] is False
     assert "cursor" in outcome.guidance, outcome.guidance
+
+
+def test_a_journey_that_needs_repair_is_not_answered_with_advice_to_change_the_input():
+    # Given a journey whose Control Record claims a quote loans-api never committed (a restored table)
+    orchestrator = InProcessOrchestrator()
+    tools = tools_over(orchestrator)
+    journey = create(tools)
+    store = orchestrator.system.journeys
+    store.records[journey] = store.records[journey].model_copy(
+        update={"currentState": "simulated", "lastAppliedSeq": 3, "version": 1}
+    )
+    # When the agent cancels it
+    outcome = tools.call("cancelJourney", {journey_argument(tools): journey})
+    # Then the problem is the operator's (journey-needs-repair, not retryable), and the guidance says so:
+    # never to change the input or take another action, which would fail the same way
+    assert outcome.document.get("type") == "urn:loan-saga:problem:journey-needs-repair", outcome.document
+    assert "change the input" not in outcome.guidance, outcome.guidance
+    assert "until an operator" in outcome.guidance.rsplit("Not retryable", 1)[-1], outcome.guidance
