@@ -447,3 +447,22 @@ def test_a_journey_that_needs_repair_is_not_answered_with_advice_to_change_the_i
     assert outcome.document.get("type") == "urn:loan-saga:problem:journey-needs-repair", outcome.document
     assert "change the input" not in outcome.guidance, outcome.guidance
     assert "until an operator" in outcome.guidance.rsplit("Not retryable", 1)[-1], outcome.guidance
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("listJourneys", {"customerId": "c-\ud800"}),  # JSON's "\ud800": a lone surrogate, no UTF-8 spells it
+        ("listJourneys", {"customerId": "c-1", "cursor": "\udfff"}),
+        ("getJourney", None),
+    ],
+)
+def test_an_argument_no_url_can_carry_is_a_problem_naming_it_not_a_failure_of_the_server(tool, arguments):
+    tools = tools_over(InProcessOrchestrator())
+    if arguments is None:
+        arguments = {journey_argument(tools): "j-\ud800"}
+    outcome = tools.call(tool, arguments)
+    assert (outcome.is_error, outcome.document.get("status")) == (True, 422), outcome.document
+    (named,) = {e["field"] for e in outcome.document.get("errors", [])} & set(arguments)
+    assert "Unicode" in outcome.guidance, outcome.guidance
+    assert "codec" not in outcome.guidance, f"{named}: {outcome.guidance}"
