@@ -267,6 +267,10 @@ class JourneyTools:
             return (
                 f"{said}. Not retryable, and no other call on this journey helps now: stop, report it to an operator."
             )
+        if (
+            int(document.get("status") or 0) >= 500
+        ):  # the system's fault (a journey to repair is answered above): not the input's
+            return f"{said}. Not retryable: no call will succeed until an operator acts on the detail; tell the user."
         return f"{said}. Not retryable: change the input or take another action."
 
     def next_actions(self, available: Iterable[Any]) -> str:

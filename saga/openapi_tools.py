@@ -70,7 +70,15 @@ class Operation:
             if not isinstance(value, str) or not value:
                 errors.append({"field": name, "message": "required: a non-empty string"})
                 continue
+            if not _spelled_in_utf8(value):
+                errors.append({"field": name, "message": _NOT_UNICODE})
+                continue
             path = path.replace("{" + name + "}", quote(value, safe=""))
+        errors += [
+            {"field": name, "message": _NOT_UNICODE}
+            for name in (*self.query_parameters, *self.header_parameters)
+            if not _spelled_in_utf8(str(arguments.get(name, "")))
+        ]
         if self.takes_key and not isinstance(arguments.get(KEY_ARGUMENT, ""), str):
             errors.append({"field": KEY_ARGUMENT, "message": "must be a string"})
         if errors:
@@ -91,6 +99,19 @@ class Operation:
         if match is None:
             return None
         return {name: match.group(_group(name)) for name in self.path_parameters}
+
+
+# A JSON string may hold a lone surrogate ("\ud800"), which no URL or header can carry (UTF-8 has no
+# spelling for it): the argument is refused in words, not by the encoder's exception.
+_NOT_UNICODE = "must be valid Unicode text (it holds a lone surrogate, which UTF-8 cannot spell)"
+
+
+def _spelled_in_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _group(name: str) -> str:

@@ -22,8 +22,9 @@ from shared.events import (
 Road = Literal["reply", "outbox", "catch-up", "repair", "rebuild"]
 # The newest applications a Control Record keeps: which road applied the newest event, and the one before.
 # The record is written on every event, and an item over 1 KB bills two write units a write: with two
-# entries of the longest road, the largest loan fields and a customerId of 128 bytes the item stays under
-# 1 KB whatever the journey's history (tests/unit/test_applier.py holds it there; six entries passed 1 KB).
+# entries of the longest road, the largest loan fields and a customerId of 128 ASCII characters the item stays
+# under 1 KB whatever the journey's history (tests/unit/test_applier.py holds it there; six entries passed
+# 1 KB). The API bounds customerId in characters, not bytes: 128 non-ASCII ones pass 1 KB (a strict xfail there).
 # The journey's whole history is loans-api's (its events, `saga journey show`), not the record's.
 TRAIL_LENGTH = 2
 

@@ -98,7 +98,9 @@ def journey_after(cursor: str) -> str:
         if _ID.match(journey_id) is None:
             raise ValueError
     except (ValueError, binascii.Error):
-        found = [{"loc": ("query", "cursor"), "msg": "not a cursor this API gave: use a page's nextCursor as it is"}]
+        # A value_error in our own words (shared/field_rules.py says a value_error's "must ..." as it is).
+        rule = "must be a page's nextCursor, sent as it was given (omit it for the newest journeys)"
+        found = [{"type": "value_error", "loc": ("query", "cursor"), "msg": rule, "ctx": {"error": rule}}]
         raise InvalidRequest("the cursor is not one this API gave", found) from None
     return journey_id
 

@@ -98,7 +98,8 @@ def request(event: Mapping[str, Any], caller: str) -> dict[str, Any]:
     for name, value in arguments(event.get("parameters")).items():
         placeholder = "{" + name + "}"
         if placeholder in path:
-            path = path.replace(placeholder, quote(str(value), safe=""))
+            # (a lone surrogate, which UTF-8 cannot spell, is quoted as its bytes: the API refuses them in words)
+            path = path.replace(placeholder, quote(str(value), safe="", errors="surrogatepass"))
         else:
             query[name] = str(value)
     body = _body(event)

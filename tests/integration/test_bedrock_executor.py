@@ -172,3 +172,18 @@ def test_a_bedrock_agent_finds_the_journeys_it_created_for_a_customer_in_a_later
         parameters["cursor"] = page["nextCursor"]
     # Then it finds both, newest first, with their links
     assert found == created[::-1], f"listed {found}, created {created}"
+
+
+@pytest.mark.parametrize(
+    ("operation", "parameters"),
+    [
+        ("getJourney", {"journeyId": "j-\ud800"}),  # a lone surrogate: no UTF-8 (so no URL) spells it
+        ("listJourneys", {"customerId": "c-\ud800"}),
+    ],
+)
+def test_a_parameter_no_url_can_carry_is_a_problem_in_bedrocks_format(executor, api_paths, operation, parameters):
+    agent = Agent(executor, api_paths)
+    status, problem, _ = agent.invoke(agent.event(operation, parameters))
+    assert 400 <= status < 500, f"{operation} with {parameters!r} answered {status}: {problem}"
+    assert "codec" not in str(problem), problem
+    assert problem.get("type", "").startswith("urn:loan-saga:problem:"), problem

@@ -148,3 +148,21 @@ def test_a_well_formed_cursor_naming_no_journey_starts_after_its_place_and_is_no
     assert list_page(orchestrator, f"customerId=c-1&cursor={after_all}") == (200, {"journeys": []})
     status, page = list_page(orchestrator, f"customerId=c-1&cursor={before_all}")
     assert (status, [r["journeyId"] for r in page["journeys"]]) == (200, created[::-1]), page
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "A" * 88,  # base64url of zero bytes: no journeyId
+        base64.urlsafe_b64encode(b"a/b").decode(),
+        "not-base64!",
+    ],
+)
+def test_a_cursor_no_page_gave_is_answered_in_words_that_say_what_to_send(orchestrator, cursor):
+    response = orchestrator.request("GET", f"/journeys?customerId=c-1&cursor={quote(cursor)}")
+    problem = json_of(response)
+    messages = [e["message"] for e in problem.get("errors", []) if e["field"] == "query.cursor"]
+    assert response.status == 422, problem
+    assert messages, f"the problem names no cursor: {problem}"
+    assert all("nextCursor" in m for m in messages), f"the cursor's problem says {messages}: {problem}"
+    assert "nextCursor" in problem["detail"], problem

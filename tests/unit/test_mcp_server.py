@@ -449,3 +449,22 @@ def test_a_journey_that_needs_repair_tells_the_model_to_stop_and_call_an_operato
     advice = outcome.guidance.removeprefix(f"error 500 ({outcome.document['title']}): {outcome.document['detail']}")
     assert "stop" in advice, outcome.guidance
     assert "operator" in advice, outcome.guidance
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("listJourneys", {"customerId": "c-\ud800"}),  # JSON's "\ud800": a lone surrogate, no UTF-8 spells it
+        ("listJourneys", {"customerId": "c-1", "cursor": "\udfff"}),
+        ("getJourney", None),
+    ],
+)
+def test_an_argument_no_url_can_carry_is_a_problem_naming_it_not_a_failure_of_the_server(tool, arguments):
+    tools = tools_over(InProcessOrchestrator())
+    if arguments is None:
+        arguments = {journey_argument(tools): "j-\ud800"}
+    outcome = tools.call(tool, arguments)
+    assert (outcome.is_error, outcome.document.get("status")) == (True, 422), outcome.document
+    (named,) = {e["field"] for e in outcome.document.get("errors", [])} & set(arguments)
+    assert "Unicode" in outcome.guidance, outcome.guidance
+    assert "codec" not in outcome.guidance, f"{named}: {outcome.guidance}"
