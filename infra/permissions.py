@@ -48,9 +48,12 @@ SWEEPER = TableCalls(
     on_indexes={CHANGES_INDEX: ("dynamodb:Query",)},
 )
 # The scheduled audit reads ledgers and event items, finds what changed in the keys-only changes index,
-# reads Control Records and keeps its state item and its lease in the journeys table (conditional PutItems).
-# It never writes to loans-api.
+# reads Control Records, walks a page of them each run (a Scan of the journeys table: records loans-api has
+# no change of) and keeps its state item and its lease in the journeys table (conditional PutItems).
+# It never writes to loans-api; a rebuild (`saga audit --repair --rebuild`) is an operator's, never its.
 AUDITOR_LOANS = TableCalls(
     on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem"), on_indexes={CHANGES_INDEX: ("dynamodb:Query",)}
 )
-AUDITOR_JOURNEYS = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"))
+AUDITOR_JOURNEYS = TableCalls(
+    on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan")
+)
