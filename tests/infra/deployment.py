@@ -91,7 +91,7 @@ class Container:
                 stdin.write(json.dumps(event, default=_as_lambda_json) + "\n")
                 stdin.flush()
                 answer = json.loads(stdout.readline())
-        except (TypeError, ValueError, OSError) as error:  # a poller would swallow it: keep it
+        except (TypeError, ValueError, OSError, AssertionError) as error:  # a poller would swallow it: keep it
             self.failures.append(f"{type(error).__name__}: {error}")
             raise
         if "error" in answer:
