@@ -1,7 +1,8 @@
 """No cold chain (D8): a cold loans-api, modelled at its configured memory from the CPU the bench measured
 (shared/topology.py `cold_loans_api_seconds`, bench/measured.json), is outlasted by the first attempt of a
 call, and by every retry, by at least COLD_TIMEOUT_MULTIPLE; when every attempt times out the deadline
-truncates the schedule, after four attempts; the consumer's one ledger read follows the same rule. The constants are the ones infra deploys."""
+truncates the schedule, after four attempts; the consumer's one ledger read follows the same rule. The
+constants are the ones infra deploys."""
 
 from __future__ import annotations
 
