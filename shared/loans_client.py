@@ -25,11 +25,14 @@ CONNECT_TIMEOUT_SECONDS = 0.3
 # CPU bench/cold_start.py measures), so a call after idle is not cut off and retried into a second cold
 # instance. tests/unit/test_cold_start.py holds it to that.
 COLD_READ_TIMEOUT_SECONDS = 2.5
-# How long a retry waits: it follows a failure of a loans-api that is up (a 5xx, a throttle, a slow answer),
-# whose warm answer through API Gateway takes tens of milliseconds; short enough that the whole schedule (5
-# attempts, up to 15.4 s of sleeps, then applying the answer) fits the orchestrator's deadline
-# (tests/unit/test_cold_start.py).
-RETRY_READ_TIMEOUT_SECONDS = 0.4
+# How long a retry waits: as long as the first attempt. A retry follows a failure, and the attempt cut off
+# still holds its loans-api instance until that instance's own timeout: the retry may meet a cold one (a
+# scale-out) or a loans-api whose DynamoDB write is in botocore's own backoff (throttled, a transaction
+# conflict), both longer than a warm answer's tens of milliseconds; a shorter wait would cut them off and
+# retry into yet another instance. When every attempt times out, the orchestrator's deadline truncates the
+# schedule (functions/orchestrator/retry.py starts no attempt that cannot end in time: four of the five
+# fit); fast failures (a 5xx, a throttle) get all five (tests/unit/test_cold_start.py).
+RETRY_READ_TIMEOUT_SECONDS = COLD_READ_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True)

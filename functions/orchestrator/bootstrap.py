@@ -62,7 +62,7 @@ def build_service(
     dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url, DYNAMO_BUDGET)
     deadline.guard_botocore(dynamodb, DYNAMO_BUDGET.worst_case_seconds())
     store = DynamoJourneyStore(dynamodb, settings.journeys_table_name)
-    # One connection pool; the first attempt waits out a cold loans-api, the retries a warm one's answer.
+    # One connection pool; the first attempt and the retries each wait out a cold loans-api.
     requester = http or cast(HttpRequester, urllib3.PoolManager(maxsize=20))
     connect = settings.loans_connect_timeout
     first = urllib3.Timeout(connect=connect, read=settings.loans_read_timeout)

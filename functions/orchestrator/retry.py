@@ -53,8 +53,9 @@ class RetryingLoansClient:
 
     The first attempt may go through its own client (`first`, worst case `first_attempt_seconds`): one
     whose read timeout outlasts a cold loans-api, so a call after idle is not cut off and retried into a
-    second cold instance (no cold chain, shared/topology.py `cold_loans_api_seconds`); the retries, which
-    follow a failure of a loans-api already up, wait less, so the whole schedule fits the deadline."""
+    second cold instance (no cold chain, shared/topology.py `cold_loans_api_seconds`). The retries go
+    through `inner` (the deployed defaults wait as long, shared/loans_client.py); the deadline decides
+    how many attempts start."""
 
     def __init__(
         self,

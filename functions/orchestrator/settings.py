@@ -16,10 +16,10 @@ class OrchestratorSettings(BaseSettings):
     # Per-attempt limits of one call to loans-api; with the retry schedule they fit API Gateway's
     # 29 s integration timeout (see tests/unit/test_retry.py for the worst case).
     loans_connect_timeout: float = CONNECT_TIMEOUT_SECONDS
-    # The first attempt's: sized for a cold loans-api (shared/loans_client.py COLD_READ_TIMEOUT_SECONDS), so
-    # a call after idle is not cut off and retried into a second cold instance; the retries' is shorter, so
-    # the whole schedule fits the function's deadline (tests/unit/test_cold_start.py holds both to the
-    # cold-start model; tests/integration/test_deadline.py runs every command's worst case with them).
+    # The first attempt's and the retries': sized for a cold loans-api (shared/loans_client.py), so no
+    # attempt is cut off and retried into another cold instance; when every attempt times out, the deadline
+    # truncates the schedule (tests/unit/test_cold_start.py holds both to the cold-start model and counts
+    # the attempts; tests/integration/test_deadline.py runs every command's worst case with them).
     loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS
     loans_retry_read_timeout: float = RETRY_READ_TIMEOUT_SECONDS
     # The retry schedule's defaults are functions/orchestrator/retry.py's.

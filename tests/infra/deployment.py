@@ -5,6 +5,7 @@ server; and the events its triggers send."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -62,8 +63,11 @@ def resolve(value: Any, refs: dict[str, str], resources: dict[str, Any]) -> str:
     return refs[api]
 
 
-def _epoch_seconds(value: object) -> float:
-    """Lambda's events carry times as epoch seconds (a stream record's ApproximateCreationDateTime)."""
+def _as_lambda_json(value: object) -> float | str:
+    """What Lambda's JSON events carry where boto3 gives objects: times as epoch seconds (a stream record's
+    ApproximateCreationDateTime), binary attribute values base64-encoded (a receipt's compressed body)."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
     assert isinstance(value, datetime), value
     return value.timestamp()
 
@@ -84,10 +88,10 @@ class Container:
         stdin, stdout = self._pipes()
         try:
             with self._serving:
-                stdin.write(json.dumps(event, default=_epoch_seconds) + "\n")
+                stdin.write(json.dumps(event, default=_as_lambda_json) + "\n")
                 stdin.flush()
                 answer = json.loads(stdout.readline())
-        except (TypeError, ValueError, OSError) as error:  # a poller would swallow it: keep it
+        except (TypeError, ValueError, OSError, AssertionError) as error:  # a poller would swallow it: keep it
             self.failures.append(f"{type(error).__name__}: {error}")
             raise
         if "error" in answer:

@@ -1,20 +1,25 @@
 """No cold chain (D8): a cold loans-api, modelled at its configured memory from the CPU the bench measured
 (shared/topology.py `cold_loans_api_seconds`, bench/measured.json), is outlasted by the first attempt of a
-call by at least COLD_TIMEOUT_MULTIPLE, and the whole retry schedule still fits the orchestrator's deadline;
-the consumer's one ledger read follows the same rule. The constants are the ones infra deploys."""
+call, and by every retry, by at least COLD_TIMEOUT_MULTIPLE; when every attempt times out the deadline
+truncates the schedule, after four attempts; the consumer's one ledger read follows the same rule. The
+constants are the ones infra deploys."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from functions.consumer.settings import ConsumerSettings
 from functions.orchestrator import bootstrap
-from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS
-from functions.orchestrator.retry import RetryPolicy
+from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS, RequestDeadline
+from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.settings import OrchestratorSettings
 from infra.packaging import ROOT
 from shared import topology
-from shared.loans_client import CONNECT_TIMEOUT_SECONDS
+from shared.errors import UpstreamUnavailable
+from shared.loans_client import CONNECT_TIMEOUT_SECONDS, LoansReply, LoansRequest, TransientLoansError
+from tests.support import FakeClock
 
 MEASURED = json.loads((ROOT / "bench" / "measured.json").read_text())["coldStart"]
 
@@ -47,23 +52,74 @@ def test_the_consumers_ledger_read_outlasts_a_cold_loans_api_by_half_again():
     assert read >= topology.COLD_TIMEOUT_MULTIPLE * cold, (read, cold)
 
 
-def test_the_whole_schedule_fits_the_orchestrators_deadline():
-    # Given the deployed defaults: the first attempt and every retry run out their timeouts, every sleep is
-    # its longest jittered delay, and the answer is then applied at the DynamoDB budget's worst
-    settings = OrchestratorSettings(journeys_table_name="t", loans_api_url="http://loans")
+def test_a_retry_outlasts_a_cold_loans_api_by_half_again():
+    # A retry follows a first attempt that failed: one cut off still holds its loans-api instance (it runs on
+    # to its own timeout), so the retry may meet another, cold one (a scale-out), or a loans-api retrying a
+    # throttled DynamoDB write itself (up to a second and more of botocore's backoff). A retry that cannot
+    # outlast those would be cut off in turn and retried into yet another instance: the cold chain again.
+    cold = cold_loans_api_seconds()
+    retry = default(OrchestratorSettings, "loans_retry_read_timeout")
+    assert retry >= topology.COLD_TIMEOUT_MULTIPLE * cold, (
+        f"a retry waits {retry} s; a cold loans-api answers in {cold:.2f} s "
+        f"(x{topology.COLD_TIMEOUT_MULTIPLE} = {topology.COLD_TIMEOUT_MULTIPLE * cold:.2f} s)"
+    )
+
+
+class Remaining:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.seconds * 1000)
+
+
+class TimingOut:
+    """loans-api at its worst: every attempt runs out its connect and read timeouts, then fails."""
+
+    def __init__(self, clock: FakeClock, seconds: float) -> None:
+        self.clock, self.seconds, self.calls = clock, seconds, 0
+
+    def send(self, request: LoansRequest) -> LoansReply:
+        self.calls += 1
+        self.clock.now += self.seconds
+        raise TransientLoansError("read timed out")
+
+
+def worst_case_run(settings: OrchestratorSettings) -> tuple[int, float, float]:
+    """(attempts started, when the call gave up, the deadline) of one call whose every attempt runs out its
+    time and whose every sleep is its longest, through the orchestrator's own retry decorator."""
+    clock = FakeClock()
+    deadline = RequestDeadline(clock)
+    deadline.start(Remaining(topology.ORCHESTRATOR.timeout_seconds))
+    first = TimingOut(clock, bootstrap.loans_attempt_seconds(settings, first=True))
+    retries = TimingOut(clock, bootstrap.loans_attempt_seconds(settings))
     policy = bootstrap.retry_policy(settings)
-    parts = {
-        "first attempt": bootstrap.loans_attempt_seconds(settings, first=True),
-        "retries": (policy.attempts - 1) * bootstrap.loans_attempt_seconds(settings),
-        "sleeps": policy.ceiling_seconds(),
-        "apply": bootstrap.APPLY_RESERVE_SECONDS,
-    }
-    deadline = topology.ORCHESTRATOR.timeout_seconds - RESPONSE_MARGIN_SECONDS
-    # Then all of it fits the function's deadline, with room for the record's read at its usual tens of ms
-    # (a read at its own worst case, 2.2 s, on top of all of it gives up the last attempt: the deadline's
-    # guard answers 503, retryable, tests/integration/test_deadline.py)
-    assert sum(parts.values()) + 0.05 <= deadline, (round(sum(parts.values()), 2), deadline, parts)
-    # and the schedule is the one D8 names: 5 attempts, 1 s doubling, additive jitter
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    # every delay drawn at its longest (U = 1)
+    client = RetryingLoansClient(
+        retries, policy, deadline, attempt_seconds=bootstrap.loans_attempt_seconds(settings),
+        reserve_seconds=bootstrap.APPLY_RESERVE_SECONDS, sleep=sleep, unit_random=lambda: 1.0,
+        first=first, first_attempt_seconds=bootstrap.loans_attempt_seconds(settings, first=True),
+    )  # fmt: skip
+    with pytest.raises(UpstreamUnavailable):
+        client.send(LoansRequest("POST", "/simulations", {}, "k"))
+    return first.calls + retries.calls, clock.now, topology.ORCHESTRATOR.timeout_seconds - RESPONSE_MARGIN_SECONDS
+
+
+def test_the_deadline_truncates_the_schedule_when_every_attempt_times_out():
+    # Given the deployed defaults and a loans-api whose every attempt runs out its timeouts
+    settings = OrchestratorSettings(journeys_table_name="t", loans_api_url="http://loans")
+    attempts, gave_up_at, deadline = worst_case_run(settings)
+    # Then the call gives up in time to apply an answer and reply (no attempt is started that cannot end
+    # within the deadline with the apply's reserve after it), after at least four attempts
+    assert gave_up_at + bootstrap.APPLY_RESERVE_SECONDS <= deadline, (gave_up_at, deadline)
+    assert attempts >= 4, f"only {attempts} attempts fit the deadline when each runs out its time"
+    # and the schedule is the one D8 names: 5 attempts, 1 s doubling, additive jitter (all five are made
+    # when failures are fast: tests/integration/test_deadline.py)
+    policy = bootstrap.retry_policy(settings)
     assert policy == RetryPolicy() == RetryPolicy(attempts=5, base_delay=1.0, multiplier=2.0, max_jitter=0.1)
     assert settings.loans_connect_timeout == CONNECT_TIMEOUT_SECONDS
 
