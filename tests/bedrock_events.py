@@ -38,6 +38,7 @@ def action_event(
     *,
     session_id: str = SESSION,
     input_text: str = "I'd like a loan of 10000 over 36 months",
+    user: str | None = "user-1",
 ) -> dict[str, Any]:
     """The input event Bedrock sends a Lambda action-group executor for one API operation."""
     event: dict[str, Any] = {
@@ -49,7 +50,8 @@ def action_event(
         "apiPath": api_path,
         "httpMethod": http_method,
         "parameters": _typed(parameters or {}),
-        "sessionAttributes": {"channel": "web"},
+        # (the end user the calling application names: functions/orchestrator/bedrock.py USER_ATTRIBUTE)
+        "sessionAttributes": {"channel": "web"} | ({} if user is None else {"userId": user}),
         "promptSessionAttributes": {},
     }
     if body is not None:

@@ -16,7 +16,11 @@ the same arguments in the same turn. The turn is the `turnId` the caller of Invo
 `sessionState.promptSessionAttributes` (they last one turn): send a fresh one with every turn (docs/AGENTS.md).
 Without one, the turn is its words (`inputText`), and a later turn with the same words and the same
 arguments ("yes", to the same terms) is answered as the earlier one.
-Keys are scoped by the caller, the agent (`caller_arn`), as the API scopes a signed caller's.
+Keys are scoped by the caller (`caller_arn`), as the API scopes a signed caller's: the agent, and the end
+user the application names in `sessionState.sessionAttributes.userId` of InvokeAgent (attributes the model
+cannot set). Every user of one agent reaches the executor as that agent, so without a `userId` they would
+share one scope, and listJourneys would show any of them the journeys of any customer id they guess:
+listJourneys is refused (403 `user-not-bound`) unless the application names its user.
 """
 
 from __future__ import annotations
@@ -35,15 +39,32 @@ JSON = "application/json"
 _TYPED = ("number", "integer", "boolean", "array", "object")
 
 
+# The session attribute the calling application names its end user with (docs/AGENTS.md).
+USER_ATTRIBUTE = "userId"
+
+
 class NotAnActionEvent(ValueError):
     """The event is not an API-schema action-group invocation (no apiPath or httpMethod)."""
 
 
+class UserNotBound(ValueError):
+    """listJourneys asked through a session whose application named no end user (`USER_ATTRIBUTE`)."""
+
+
+def _user(event: Mapping[str, Any]) -> str | None:
+    attributes = event.get("sessionAttributes")
+    user = attributes.get(USER_ATTRIBUTE) if isinstance(attributes, Mapping) else None
+    return user if isinstance(user, str) and user else None
+
+
 def caller_arn(event: Mapping[str, Any], region: str, account: str, partition: str = "aws") -> str:
-    """The agent that called, as an ARN: the principal its keys are scoped by."""
+    """The agent that called, as an ARN, and the end user its application named, if any: the principal
+    keys and a customer's journeys are scoped by."""
     agent = event.get("agent")
     agent_id = str((agent.get("id") if isinstance(agent, Mapping) else None) or "unknown")
-    return f"arn:{partition}:bedrock:{region}:{account}:agent/{agent_id}"
+    arn = f"arn:{partition}:bedrock:{region}:{account}:agent/{agent_id}"
+    user = _user(event)
+    return arn if user is None else f"{arn}/user/{quote(user, safe='', errors='surrogatepass')}"
 
 
 def arguments(items: Any) -> dict[str, Any]:
@@ -94,6 +115,12 @@ def request(event: Mapping[str, Any], caller: str) -> dict[str, Any]:
     ):
         if event.get(field) is not None and not isinstance(event.get(field), kind):
             raise NotAnActionEvent(f"an action-group event's {field} is {named}")
+    if method.upper() == "GET" and template == "/journeys" and _user(event) is None:
+        raise UserNotBound(
+            "listJourneys through a Bedrock agent needs the application to name its end user: every user of "
+            f"the agent calls as the agent, so set sessionState.sessionAttributes.{USER_ATTRIBUTE} in InvokeAgent "
+            "(the model cannot set it); each user then lists only the journeys created in their sessions"
+        )
     path, query = template, {}
     for name, value in arguments(event.get("parameters")).items():
         placeholder = "{" + name + "}"

@@ -127,6 +127,9 @@ def build_bedrock(
         except bedrock.NotAnActionEvent as error:
             body = problem_body(400, "not-an-action", "Not an action-group event", str(error), False)
             return bedrock.response(event, {"statusCode": 400, "body": body})
+        except bedrock.UserNotBound as error:
+            body = problem_body(403, "user-not-bound", "No end user named", str(error), False)
+            return bedrock.response(event, {"statusCode": 403, "body": body})
         return bedrock.response(event, api(proxy_event, context))
 
     return handle

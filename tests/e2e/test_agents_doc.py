@@ -141,7 +141,7 @@ def test_the_bedrock_snippet_is_a_valid_invoke_agent_call_with_a_fresh_turn_each
         return _Ok(), {"completion": [{"chunk": {"bytes": b"Paid out."}}], "contentType": "text", "sessionId": "s"}
 
     boto3.DEFAULT_SESSION.events.register("before-call.bedrock-agent-runtime.InvokeAgent", answer)
-    namespace = {"AGENT_ID": "AGENT12345", "ALIAS_ID": "TSTALIASID", "SESSION_ID": "session-1"}
+    namespace = {"AGENT_ID": "AGENT12345", "ALIAS_ID": "TSTALIASID", "SESSION_ID": "session-1", "USER_ID": "u-42"}
     # When the snippet runs twice (two turns)
     run("bedrock-turn", dict(namespace))
     run("bedrock-turn", dict(namespace))
@@ -149,6 +149,8 @@ def test_the_bedrock_snippet_is_a_valid_invoke_agent_call_with_a_fresh_turn_each
     bodies = [json.loads(params["body"]) for params in sent]
     turns = [body["sessionState"]["promptSessionAttributes"]["turnId"] for body in bodies]
     assert len(set(turns)) == 2, turns
+    # and named its end user, the scope of its keys and journeys (functions/orchestrator/bedrock.py)
+    assert [body["sessionState"]["sessionAttributes"] for body in bodies] == [{"userId": "u-42"}] * 2, bodies
     assert [p["url_path"] for p in sent] == ["/agents/AGENT12345/agentAliases/TSTALIASID/sessions/session-1/text"] * 2
     assert capfd.readouterr().out == "Paid out.\nPaid out.\n"
 

@@ -174,6 +174,29 @@ def test_a_bedrock_agent_finds_the_journeys_it_created_for_a_customer_in_a_later
     assert found == created[::-1], f"listed {found}, created {created}"
 
 
+def test_listing_through_an_agent_is_scoped_to_the_end_user_its_application_names(executor, api_paths):
+    # Given a journey one end user of the agent created for a customer
+    agent = Agent(executor, api_paths)
+    path, method = api_paths["createJourney"]
+    status, record, _ = agent.invoke(action_event(path, method, body={"customerId": "c-shared"}, user="alice"))
+    assert status == 201, record
+    path, method = api_paths["listJourneys"]
+    # When another user of the same agent lists that customer's journeys, Then they see none of alice's
+    status, page, _ = agent.invoke(action_event(path, method, {"customerId": "c-shared"}, user="mallory"))
+    assert (status, page.get("journeys")) == (200, []), page
+    # And alice sees hers
+    status, page, _ = agent.invoke(action_event(path, method, {"customerId": "c-shared"}, user="alice"))
+    assert [r["journeyId"] for r in page["journeys"]] == [record["journeyId"]], page
+    # And a session whose application named no user lists nothing: it is told what to set
+    status, problem, _ = agent.invoke(action_event(path, method, {"customerId": "c-shared"}, user=None))
+    assert (status, problem["type"], problem["retryable"]) == (
+        403,
+        "urn:loan-saga:problem:user-not-bound",
+        False,
+    ), problem
+    assert "sessionAttributes.userId" in problem["detail"], problem
+
+
 @pytest.mark.parametrize(
     ("operation", "parameters"),
     [

@@ -15,15 +15,17 @@ SIMULATE = "/journeys/{journeyId}/simulate"
 CALLER = bedrock.caller_arn(action_event(SIMULATE, "POST"), REGION, ACCOUNT)
 
 
-def test_an_action_is_the_api_request_it_stands_for_with_typed_values_and_the_agent_as_caller():
+def test_an_action_is_the_api_request_it_stands_for_with_typed_values_and_the_agent_and_user_as_caller():
     # Given Bedrock's event for simulateLoan: the path parameter and the body's properties, all strings
     event = action_event(SIMULATE, "POST", {"journeyId": "j-1"}, {"amount": 10000.5, "termMonths": 36})
     # When it is translated
     request = bedrock.request(event, CALLER)
-    # Then it is the POST the API serves, the body in its JSON types, the agent as the signed caller
+    # Then it is the POST the API serves, the body in its JSON types, the agent and the end user its
+    # application named as the signed caller
     assert (request["httpMethod"], request["path"]) == ("POST", "/journeys/j-1/simulate")
     assert json.loads(request["body"]) == {"amount": 10000.5, "termMonths": 36}
-    assert request["requestContext"]["identity"]["userArn"] == f"arn:aws:bedrock:{REGION}:{ACCOUNT}:agent/AGENT12345"
+    agent = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:agent/AGENT12345"
+    assert request["requestContext"]["identity"]["userArn"] == f"{agent}/user/user-1"
     # and it carries a key the agent never had to invent
     assert request["headers"]["Idempotency-Key"] == bedrock.idempotency_key(event)
 
