@@ -62,7 +62,7 @@ LOANS_TABLE = TableSpec(
     ),
 )
 # The index of a customer's journeys, as the caller that created them lists them (GET /journeys): every
-# Control Record keyed by its `listing` (the creating caller's id and the customer's, set at creation and
+# Control Record keyed by its `listing` (a hash of the creating caller's id and the customer's, set at creation and
 # never changed) and its UUIDv7 journeyId (sorts by creation time), keys only. Every later write of the
 # record carries the same key and no projected attribute, so the index is written once per journey, when
 # it is created (DynamoDB writes an index only when the item's index key or projection changes).

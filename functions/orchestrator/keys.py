@@ -48,8 +48,10 @@ def agent_scope(caller: str, operation: str, journey_id: str, key: str) -> str:
 
 def listing(caller: str, customer_id: str) -> str:
     """Where a journey is listed (shared/tables.py CUSTOMER_INDEX): the caller that created it and its
-    customer, so a caller lists only the journeys it created. Never shown to anyone."""
-    return f"{_caller_id(caller)} {customer_id}"
+    customer, so a caller lists only the journeys it created. Never shown to anyone. One hash of both, 32
+    characters whatever their length: the key is an attribute of the Control Record, and a customerId of
+    128 characters spelled out in it took the record past 1 KB (two write units every write)."""
+    return hashlib.sha256(f"{_caller_id(caller)} {customer_id}".encode()).hexdigest()[:32]  # (a fixed-length prefix)
 
 
 def new_nonce() -> str:

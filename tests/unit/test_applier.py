@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from bench.billing import KB, item_size
 from functions.loans_api import domain
+from functions.orchestrator import keys
 from functions.orchestrator.models import CreateJourneyRequest
 from shared.applier import EventApplier, Outcome, decide, rebuild, shows
 from shared.control_record import TRAIL_LENGTH, ControlRecord, Road, new_control_record
@@ -233,7 +234,11 @@ def test_the_control_record_stays_under_1_kb_whatever_the_journeys_history():
     assert ledger.snapshot.acceptance is not None
     events.append(domain.create_disbursement(ledger, ledger.snapshot.acceptance.acceptanceId, NOW).event)
     customer = "c" * CreateJourneyRequest.model_fields["customerId"].metadata[-1].max_length
-    store = FakeControlRecordStore(new_control_record(ledger.journey_id, customer, NOW))
+    # created as the orchestrator creates it: listed under its creator (the longest role ARN) and customer
+    creator = f"arn:aws:iam::123456789012:role/{'r' * 64}"
+    store = FakeControlRecordStore(
+        new_control_record(ledger.journey_id, customer, NOW, keys.listing(creator, customer))
+    )
     applier = EventApplier(store, clock=lambda: NOW)
     sizes = []
     for event in events:
