@@ -60,10 +60,15 @@ class _QuietHandler(MotoRequestHandler):
             self.close_connection = True
             super().run_wsgi()
             return
+        said = (self.headers.get("Content-Length") or "0").strip(" \t")
+        if not said.isdigit() or not said.isascii():
+            # Not a length (negative, a word): no way to tell where the body ends, so no next request either.
+            self.send_error(400, f"Content-Length {said[:40]!r} is not a length")
+            return
         if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         environ = self.environ = self.make_environ()
-        length = int(environ.get("CONTENT_LENGTH") or 0)
+        length = int(said)
         environ["wsgi.input"] = io.BytesIO(self.rfile.read(length) if length else b"")
         answer: list[Any] = []
 
