@@ -50,3 +50,18 @@ def test_a_request_whose_content_length_is_not_a_length_is_answered_400_not_left
             answer = b"<nothing: the endpoint still reads a body that has no length>"
     # Then it is a 400 (not a read to the end of the connection, nor a dropped connection)
     assert answer.startswith(b"HTTP/1.1 400"), answer
+
+
+def test_a_stopped_endpoint_answers_no_one_not_even_a_client_whose_connection_it_kept_alive():
+    # Given an endpoint of its own, and a client that made a call over a connection the endpoint kept open
+    server = MotoServer().start()
+    dynamodb = aws.client("dynamodb", "us-east-1", server.url, aws.AwsCallBudget(max_attempts=1))
+    dynamodb.list_tables()
+    # When the endpoint stops
+    server.stop()
+    # Then the client's next call is refused, not answered by what is left of the stopped endpoint
+    try:
+        answer: Any = dynamodb.list_tables()
+    except Exception as error:  # a connection error, of whichever kind botocore raises
+        answer = error
+    assert "Connection" in type(answer).__name__, f"a stopped endpoint answered: {answer!r}"
