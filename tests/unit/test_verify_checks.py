@@ -152,7 +152,7 @@ def test_a_metric_written_only_on_occurrence_may_be_absent_whatever_other_dimens
 def test_the_signed_journeys_summary_counts_only_what_the_records_trail_says_and_names_the_rest():
     # Given a journey of three events whose record's trail (its newest two changes) says road 2 applied the
     # last two; the first is in the record, by a road the trail no longer says
-    history = [
+    history: list[dict[str, Any]] = [
         {"seq": 1, "inRecord": True, "appliedBy": None},
         {"seq": 2, "inRecord": True, "appliedBy": "outbox"},
         {"seq": 3, "inRecord": True, "appliedBy": "outbox"},
