@@ -511,3 +511,27 @@ def test_a_failed_mark_fails_its_record_alone_and_the_retry_from_it_republishes_
     assert sorted(i["status"] for i in outbox_items(dynamodb, resources)) == ["NOTIFIED"] * 4
     assert record_of(orchestrator, journey)["lastAppliedSeq"] == events[-1].seq
     assert queue_depth(sqs, resources.events_dlq_url) == 0
+
+
+def test_a_batch_with_one_unreadable_record_fails_only_the_message_about_it(
+    orchestrator, loans_api, consumer_settings, consumer_loans_http, dynamodb: DynamoDBClient, resources
+):
+    from shared.control_store import control_key
+
+    # Given a journey whose events road 2 already applied, and another whose Control Record was damaged (its
+    # version gone: an operator's hand edit, a bad restore)
+    _, events = journey_events(orchestrator, loans_api)
+    handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"), http=consumer_loans_http)
+    assert handler({"Records": [sqs_record(events[-1].model_dump_json())]}, None) == {"batchItemFailures": []}
+    other = new_journey(orchestrator)["journeyId"]
+    body = {"journeyId": other, "amount": 5000, "termMonths": 12}
+    damaged = LoanEvent.model_validate(json_of(loans_api.post("/simulations", body, key="damaged"))["event"])
+    dynamodb.update_item(TableName=resources.journeys_table, Key=control_key(other), UpdateExpression="REMOVE version")
+    # When one batch brings a redelivery of the healthy journey's event and an event of the damaged one
+    records = [
+        {**sqs_record(events[-1].model_dump_json()), "messageId": "healthy"},
+        {**sqs_record(damaged.model_dump_json()), "messageId": "damaged"},
+    ]
+    answer = handler({"Records": records}, None)
+    # Then only the message about the damaged record fails (retried, then the DLQ): not the whole batch
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "damaged"}]}, answer
