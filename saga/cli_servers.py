@@ -235,7 +235,9 @@ def run_local(args: argparse.Namespace) -> int:
     finally:
         local_state.remove(state_file)
         runtime.stop()
-        notes.unlink(missing_ok=True)
+        from functions.consumer.failure_notes import remove_notes
+
+        remove_notes(notes)
     print("stopped", flush=True)
     return 0
 

@@ -29,9 +29,13 @@ def _record(item: dict[str, Any]) -> ControlRecord:
 _HEAD_ATTRIBUTES = ("journeyId", "version", "lastAppliedSeq")
 
 
-def _head(item: dict[str, Any]) -> RecordHead:
-    values = from_item(item)
-    return RecordHead(values["journeyId"], int(values["version"]), int(values.get("lastAppliedSeq", 0)))
+def _head(item: dict[str, Any]) -> RecordHead | None:
+    """The item's head; None for one that does not read as one (a damaged record)."""
+    try:
+        values = from_item(item)
+        return RecordHead(str(values["journeyId"]), int(values["version"]), int(values.get("lastAppliedSeq", 0)))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def control_item(record: ControlRecord) -> dict[str, Any]:
@@ -59,10 +63,12 @@ class DynamoControlRecordStore:
 
     def heads(self, journey_ids: list[str]) -> dict[str, RecordHead]:
         """The stale check's fields of the records of `journey_ids` that exist, strongly consistent: a
-        projection, so neither DynamoDB nor this side serializes the rest of each record."""
+        projection, so neither DynamoDB nor this side serializes the rest of each record. A record that does
+        not read as a head is left out: the reader reads it whole (`get`), and fails for its own message
+        alone, not for the batch's."""
         keys = [control_key(j) for j in dict.fromkeys(journey_ids)]
         heads = (_head(item) for item in batch_get(self._client, self._table, keys, attributes=_HEAD_ATTRIBUTES))
-        return {head.journeyId: head for head in heads}
+        return {head.journeyId: head for head in heads if head is not None}
 
     def replace(self, record: ControlRecord, expected_version: int) -> bool:
         try:

@@ -37,7 +37,9 @@ class OutboxRelay:
         self._store = store
         self._metrics = metrics
         self._clock = clock
-        self._marking: ThreadPoolExecutor | None = None  # made at the first batch of marks, then kept
+        # One pool for the relay's life, made here (its threads start at the first marks): made at the first
+        # batch, two batches marked at once each made one, and one was left behind with its threads.
+        self._marking = ThreadPoolExecutor(max_workers=MARK_CONCURRENCY, thread_name_prefix="mark")
 
     def publish(self, events: Sequence[LoanEvent]) -> dict[str, str]:
         """Publish `events`; returns {eventId: reason} for those that failed (not marked)."""
@@ -68,8 +70,6 @@ class OutboxRelay:
         PENDING: the caller has them retried)."""
         if len(events) < 2:
             return self._marked_one_by_one(events)
-        if self._marking is None:
-            self._marking = ThreadPoolExecutor(max_workers=MARK_CONCURRENCY, thread_name_prefix="mark")
         marks = {event.eventId: self._marking.submit(self.mark, event) for event in events}
         failed = {event_id: mark.exception() for event_id, mark in marks.items()}
         return {event_id: error for event_id, error in failed.items() if isinstance(error, Exception)}

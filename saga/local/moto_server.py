@@ -52,6 +52,14 @@ class _QuietHandler(MotoRequestHandler):
 
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        super().setup()
+        _open_connections(self.server).add(self.connection)
+
+    def finish(self) -> None:
+        _open_connections(self.server).discard(self.connection)
+        super().finish()
+
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One line per AWS call would drown the runtime's own logs."""
 
@@ -60,10 +68,15 @@ class _QuietHandler(MotoRequestHandler):
             self.close_connection = True
             super().run_wsgi()
             return
+        said = (self.headers.get("Content-Length") or "0").strip(" \t")
+        if not said.isdigit() or not said.isascii():
+            # Not a length (negative, a word): no way to tell where the body ends, so no next request either.
+            self.send_error(400, f"Content-Length {said[:40]!r} is not a length")
+            return
         if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         environ = self.environ = self.make_environ()
-        length = int(environ.get("CONTENT_LENGTH") or 0)
+        length = int(said)
         environ["wsgi.input"] = io.BytesIO(self.rfile.read(length) if length else b"")
         answer: list[Any] = []
 
@@ -92,6 +105,12 @@ class _QuietHandler(MotoRequestHandler):
             self.wfile.flush()
         except OSError:  # the client went away, or an injected ReplyLost shut the connection
             self.close_connection = True
+
+
+def _open_connections(server: Any) -> set[socket.socket]:
+    """The connections `server` holds open (kept alive between calls): stopping it closes them too."""
+    connections: set[socket.socket] = server.__dict__.setdefault("open_connections", set())
+    return connections
 
 
 class MotoServer:
@@ -140,6 +159,10 @@ class MotoServer:
         self._server.shutdown()
         self._server.server_close()
         self._socket.close()
+        # A connection kept alive would go on being served by its thread: a stopped endpoint answers no one.
+        for connection in list(_open_connections(self._server)):
+            with contextlib.suppress(OSError):  # the client may have gone meanwhile
+                connection.shutdown(socket.SHUT_RDWR)
         self._thread.join(timeout=5)
 
 

@@ -61,9 +61,17 @@ def signed_journey(deployment: Deployment) -> str:
     if record["currentState"] != "disbursed":
         raise Failed(f"journey {journey}: road 1 left it {record['currentState']}, not disbursed")
     history = _road2(deployment, journey)
-    by_outbox = sum(1 for event in history if event["appliedBy"] == "outbox")
     return (f"journey {journey} ({customer}) disbursed; road 2 published and delivered its {len(history)} "
-            f"events ({by_outbox} applied by road 2 itself, the others already in the record by road 1)")  # fmt: skip
+            f"events ({road2_summary(history)})")  # fmt: skip
+
+
+def road2_summary(history: list[dict[str, Any]]) -> str:
+    """Which road applied the journey's events, as far as the record's trail (its newest two changes) says:
+    an older event is in the record, by a road the trail no longer names."""
+    by_outbox = sum(1 for event in history if event["appliedBy"] == "outbox")
+    untold = sum(1 for event in history if event["appliedBy"] is None)
+    by_road1 = len(history) - by_outbox - untold
+    return f"{by_outbox} applied by road 2 itself, {by_road1} by road 1, {untold} before the record's trail"
 
 
 def _road2(deployment: Deployment, journey: str) -> list[dict[str, Any]]:

@@ -4,7 +4,10 @@ connection (and a server thread) of its own."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
+
+import pytest
 
 from saga.local.aws_faults import AwsFaultInjector
 from saga.local.moto_server import MotoServer
@@ -28,3 +31,37 @@ def test_a_client_makes_its_calls_over_the_connection_it_opened_first(moto_serve
     # Then all of them came over one connection
     assert len(ports) == 20, ports
     assert len(set(ports)) == 1, f"{len(set(ports))} connections for 20 calls"
+
+
+HANG_GUARD_SECONDS = 60  # only an endpoint waiting for a body that never comes takes this long
+
+
+@pytest.mark.parametrize("length", ["-1", "abc", "1e3"])
+def test_a_request_whose_content_length_is_not_a_length_is_answered_400_not_left_waiting(
+    moto_server: MotoServer, length: str
+):
+    # Given a client whose request says a Content-Length that is no length, and then waits
+    with socket.create_connection(("127.0.0.1", moto_server.port), timeout=HANG_GUARD_SECONDS) as client:
+        client.sendall(f"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n".encode())
+        # When the endpoint answers
+        try:
+            answer = client.recv(200)
+        except TimeoutError:
+            answer = b"<nothing: the endpoint still reads a body that has no length>"
+    # Then it is a 400 (not a read to the end of the connection, nor a dropped connection)
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+
+
+def test_a_stopped_endpoint_answers_no_one_not_even_a_client_whose_connection_it_kept_alive():
+    # Given an endpoint of its own, and a client that made a call over a connection the endpoint kept open
+    server = MotoServer().start()
+    dynamodb = aws.client("dynamodb", "us-east-1", server.url, aws.AwsCallBudget(max_attempts=1))
+    dynamodb.list_tables()
+    # When the endpoint stops
+    server.stop()
+    # Then the client's next call is refused, not answered by what is left of the stopped endpoint
+    try:
+        answer: Any = dynamodb.list_tables()
+    except Exception as error:  # a connection error, of whichever kind botocore raises
+        answer = error
+    assert "Connection" in type(answer).__name__, f"a stopped endpoint answered: {answer!r}"

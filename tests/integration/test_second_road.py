@@ -470,3 +470,68 @@ def test_dlq_list_says_the_cause_the_consumer_recorded_for_the_message_never_a_g
     [unknown] = road2.dlq_list(target, log="the output of `saga local` (pid 7)")
     assert "not recorded where saga can read it; it is in the output of `saga local` (pid 7)" in unknown["reason"]
     assert "unreachable?" not in unknown["reason"]
+
+
+def test_a_failed_mark_fails_its_record_alone_and_the_retry_from_it_republishes_what_follows_harmlessly(
+    orchestrator, loans_api, stream_poller, sqs_poller, dynamodb: DynamoDBClient, sqs: SQSClient, resources, faults
+):
+    from saga.local.aws_faults import FaultRule
+
+    # Given four committed events of one journey, and the outbox mark of the second failing (every one of
+    # botocore's attempts) once
+    journey, events = journey_events(orchestrator, loans_api)
+    second = events[1].eventId
+    from shared.keys import event_sk
+
+    mark = FaultRule("dynamodb", "UpdateItem", "InternalServerError", match=event_sk(events[1].seq), limit=3)
+    faults.add(mark)
+    answers: list[tuple[list[str], list[str]]] = []  # (the batch's outbox eventIds, those reported failed)
+    relay = stream_poller.handler
+
+    def noting(event: dict[str, Any], context: Any) -> Any:
+        answer = relay(event, context)
+        outbox = {
+            r["dynamodb"]["SequenceNumber"]: r["dynamodb"]["NewImage"]["eventId"]["S"]
+            for r in event["Records"]
+            if r["eventName"] == "INSERT" and "eventId" in r["dynamodb"].get("NewImage", {})
+        }
+        failed = [outbox.get(f["itemIdentifier"], f["itemIdentifier"]) for f in answer["batchItemFailures"]]
+        if outbox:  # (the stream also carries the journey's other items)
+            answers.append((list(outbox.values()), failed))
+        return answer
+
+    stream_poller.handler = noting
+    # When road 2 runs (the stream retries from the lowest failed record, as Lambda does)
+    drain(stream_poller, sqs_poller)
+    # Then the first answer failed the second event's record alone (the others were marked at once)
+    assert answers[0] == ([e.eventId for e in events], [second]), answers
+    # And the retry, from that record on, republished it and those after it, and failed none
+    assert answers[1] == ([e.eventId for e in events[1:]], []), answers
+    # And every item ends NOTIFIED, the record at the truth, nothing in the DLQ
+    assert sorted(i["status"] for i in outbox_items(dynamodb, resources)) == ["NOTIFIED"] * 4
+    assert record_of(orchestrator, journey)["lastAppliedSeq"] == events[-1].seq
+    assert queue_depth(sqs, resources.events_dlq_url) == 0
+
+
+def test_a_batch_with_one_unreadable_record_fails_only_the_message_about_it(
+    orchestrator, loans_api, consumer_settings, consumer_loans_http, dynamodb: DynamoDBClient, resources
+):
+    from shared.control_store import control_key
+
+    # Given a journey whose events road 2 already applied, and another whose Control Record was damaged (its
+    # version gone: an operator's hand edit, a bad restore)
+    _, events = journey_events(orchestrator, loans_api)
+    handler = consumer_bootstrap.build(consumer_settings, quiet_metrics("consumer"), http=consumer_loans_http)
+    assert handler({"Records": [sqs_record(events[-1].model_dump_json())]}, None) == {"batchItemFailures": []}
+    other = new_journey(orchestrator)["journeyId"]
+    body = {"journeyId": other, "amount": 5000, "termMonths": 12}
+    damaged = LoanEvent.model_validate(json_of(loans_api.post("/simulations", body, key="damaged"))["event"])
+    dynamodb.update_item(TableName=resources.journeys_table, Key=control_key(other), UpdateExpression="REMOVE version")
+    # When one batch brings a redelivery of the healthy journey's event and an event of the damaged one
+    records = [
+        {**sqs_record(events[-1].model_dump_json()), "messageId": "healthy"},
+        {**sqs_record(damaged.model_dump_json()), "messageId": "damaged"},
+    ]
+    answer = handler({"Records": records}, None)
+    # Then only the message about the damaged record fails (retried, then the DLQ): not the whole batch
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "damaged"}]}, answer

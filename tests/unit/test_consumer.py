@@ -249,3 +249,44 @@ def test_a_batch_of_ledger_reads_all_timing_out_fits_the_consumers_timeout():
     # a margin for the batch's DynamoDB calls), so a loans-api outage fails messages, not the function
     defaults = ConsumerSettings(journeys_table_name="t", loans_api_url="http://loans")
     assert EVENTS_QUEUE_SOURCE.batch_size * bootstrap.ledger_read_seconds(defaults) <= CONSUMER.timeout_seconds - 5
+
+
+class HistoryRecords(CountingRecords):
+    """CountingRecords remembering each successful write's (seq, road, version)."""
+
+    def __init__(self, *records: ControlRecord) -> None:
+        super().__init__(*records)
+        self.history: list[tuple[int, str, int]] = []
+
+    def replace(self, record: ControlRecord, expected_version: int) -> bool:
+        done = super().replace(record, expected_version)
+        if done:
+            self.history.append((record.lastAppliedSeq, record.appliedBy[-1].road, record.version))
+        return done
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=st.lists(st.sampled_from([SIMULATED, ACCEPTED, DISBURSED]), min_size=1, max_size=6),
+    road1=st.lists(st.tuples(st.integers(0, 6), st.sampled_from([SIMULATED, ACCEPTED, DISBURSED])), max_size=3),
+)
+def test_a_batch_whose_heads_go_stale_never_applies_an_event_twice_nor_takes_the_record_back(messages, road1):
+    # Given a batch of road 2's messages (any order, duplicates, the same body twice), its heads read, and
+    # road 1 applying events of the same journey between any two of the batch's applies
+    records = HistoryRecords(fresh())
+    truth, metrics = CountingLedger(DISBURSED), RecordingMetrics()
+    applier = EventApplier(records, clock=lambda: NOW)
+    consumer = EventConsumer(applier, records, truth, cast(Metrics, metrics))
+    bodies = [message.model_dump_json() for message in messages]
+    batch = consumer.prefetch(bodies)
+    # When the batch is consumed
+    for index, body in enumerate(bodies):
+        for _, event in (step for step in road1 if step[0] == index):
+            applier.apply(event, "reply")
+        consumer.consume(body, batch)
+    # Then every write took the record one version and at least one seq further (no event applied twice, no
+    # regression from a stale head or a stale copy), and the record ends at the ledger's newest
+    seqs, versions = [seq for seq, _, _ in records.history], [version for _, _, version in records.history]
+    assert seqs == sorted(set(seqs)), f"writes at seqs {seqs}: {records.history}"
+    assert versions == list(range(1, len(versions) + 1)), f"versions {versions}: {records.history}"
+    assert records.records["j1"].lastAppliedSeq == DISBURSED.seq, records.history

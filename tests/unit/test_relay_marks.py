@@ -79,3 +79,37 @@ def test_a_failed_mark_is_reported_for_its_event_alone_and_one_marked_meanwhile_
     # Then only the failed one is reported (still PENDING: its record is retried), with why
     assert {event_id: str(error) for event_id, error in failed.items()} == {"e-3": "throttled: e-3"}
     assert sorted(store.marked) == sorted(e.eventId for e in batch if e.eventId != "e-3")
+
+
+def test_one_relay_makes_one_pool_of_marks_however_many_batches_it_marks_at_once(monkeypatch):
+    # Given pools that count themselves, where the first one made inside a batch's marks waits (a hang guard)
+    # until a second batch's marks have made theirs, as two concurrent batches may (the local runtime's lanes)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from functions.relay import service
+
+    made: list[str] = []
+    second = threading.Event()
+    real = ThreadPoolExecutor
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        made.append(threading.current_thread().name)
+        if len(made) >= 2:
+            second.set()
+        elif threading.current_thread() is not threading.main_thread():
+            second.wait(HANG_GUARD_SECONDS)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "ThreadPoolExecutor", counting)
+    store = MeetingStore()
+    store.meeting = threading.Barrier(1)  # marks go on at once here
+    marker = relay(store)
+    # When two batches are marked at once
+    batches = [threading.Thread(target=marker.mark_all, args=(events(4),), name=f"batch-{n}") for n in range(2)]
+    for batch in batches:
+        batch.start()
+    for batch in batches:
+        batch.join(HANG_GUARD_SECONDS)
+    # Then the relay made one pool for both (not one each, the first left behind with its threads)
+    assert len(made) == 1, f"{len(made)} pools made, by {made}"
+    assert len(store.marked) == 8, store.marked

@@ -147,3 +147,17 @@ def test_a_metric_written_only_on_occurrence_may_be_absent_whatever_other_dimens
     )
     with pytest.raises(checks.Failed, match=r"EventsApplied\{service=consumers\} \(present under other dimensions\)"):
         signals.metrics_present(deployment)
+
+
+def test_the_signed_journeys_summary_counts_only_what_the_records_trail_says_and_names_the_rest():
+    # Given a journey of three events whose record's trail (its newest two changes) says road 2 applied the
+    # last two; the first is in the record, by a road the trail no longer says
+    history: list[dict[str, Any]] = [
+        {"seq": 1, "inRecord": True, "appliedBy": None},
+        {"seq": 2, "inRecord": True, "appliedBy": "outbox"},
+        {"seq": 3, "inRecord": True, "appliedBy": "outbox"},
+    ]
+    # When verify sums up road 2's part
+    summary = journey.road2_summary(history)
+    # Then it claims neither that road 1 applied the first nor that road 2 did
+    assert summary == "2 applied by road 2 itself, 0 by road 1, 1 before the record's trail", summary
