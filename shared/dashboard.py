@@ -12,8 +12,9 @@ from shared import metric_names as names
 
 @dataclass(frozen=True)
 class SagaMetric:
-    """A metric the functions write (namespace LoanSaga, dimension `service`). `audit_period`: read over
-    the audit's schedule (it reports once a run), not the dashboard's minute."""
+    """A metric the functions write (in the stack's namespace, `LoanSaga/<stack>`, or `LoanSaga` locally;
+    dimension `service`). `audit_period`: read over the audit's schedule (it reports once a run), not the
+    dashboard's minute."""
 
     service: str
     name: str
@@ -122,8 +123,9 @@ COMMANDS = Widget(
 REJECTED = Widget("Rejected events per minute", 8, left=(SagaMetric(names.CONSUMER, names.EVENTS_REJECTED),))
 POLLERS_WIDGET = Widget("Pollers running (invocations)", 8, left=tuple(PollerRuns(service) for service in POLLERS))
 OUT_OF_SYNC = Widget(
-    "Journeys out of sync (audit)", 12,
-    left=(SagaMetric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum", audit_period=True),),
+    "Journeys out of sync (audit), and commands refused for a journey to repair", 12,
+    left=(SagaMetric(names.AUDITOR, names.JOURNEYS_OUT_OF_SYNC, "Maximum", audit_period=True),
+          SagaMetric(names.ORCHESTRATOR, names.JOURNEYS_NEEDING_REPAIR)),
     right=(SagaMetric(names.AUDITOR, names.OLDEST_OUT_OF_SYNC_AGE_SECONDS, "Maximum", audit_period=True),),
 )  # fmt: skip
 UNREADABLE = Widget(
