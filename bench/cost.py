@@ -235,13 +235,7 @@ def rig(moto: MotoProcess, meter: Meter, design: str) -> Rig:
     )
     # The relay's mapping's filter (what reaches it in AWS), one lane: its invocations one after another,
     # so each is timed alone.
-    stream = StreamPoller(
-        aws.client("dynamodbstreams", r.region, r.endpoint_url, HARNESS_BUDGET),
-        r.loans_stream_arn,
-        relay,
-        admits=topology.RELAY_STREAM.admits,
-        parallelization_factor=1,
-    )
+    stream = relay_lane(r, relay)
     sqs = aws.client("sqs", r.region, r.endpoint_url, HARNESS_BUDGET)
     arn = sqs.get_queue_attributes(QueueUrl=r.events_queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     queue = SqsPoller(sqs, r.events_queue_url, arn, consumer, redelivery_seconds=0, max_concurrency=1)
@@ -384,3 +378,15 @@ def _changes_entries(r: LocalResources) -> list[dict[str, Any]]:
             ExpressionAttributeValues={":type": {"S": partition}},
         )["Items"]
     ]
+
+
+def relay_lane(r: LocalResources, relay: Callable[[dict[str, Any], Any], Any]) -> StreamPoller:
+    """The loans table's stream as the relay's mapping reads it: its filter (only events reach the relay, as
+    in AWS) and one lane, so the relay's invocations run one after another and each is timed alone."""
+    return StreamPoller(
+        aws.client("dynamodbstreams", r.region, r.endpoint_url, HARNESS_BUDGET),
+        r.loans_stream_arn,
+        relay,
+        admits=topology.RELAY_STREAM.admits,
+        parallelization_factor=1,
+    )

@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools import Metrics
 
-from bench.cost import SIMULATE, invoke
+from bench.cost import SIMULATE, invoke, relay_lane
 from bench.cpu import Stopwatch, reference_ms
 from bench.meter import HARNESS_BUDGET
 from functions.consumer import bootstrap as consumer_bootstrap
@@ -28,7 +28,7 @@ from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoProcess
 from saga.local.pollers import StreamPoller
 from saga.local.resources import LocalResources, provision
-from shared import aws, topology
+from shared import aws
 
 BATCH_SIZE = 10  # the stack's SQS batch size
 
@@ -98,13 +98,7 @@ def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, T
 
     # The events as the relay publishes them: its mapping's filter (only events reach it, as in AWS), one
     # lane, the stack's batch size.
-    stream = StreamPoller(
-        aws.client("dynamodbstreams", r.region, r.endpoint_url, HARNESS_BUDGET),
-        r.loans_stream_arn,
-        relay,
-        admits=topology.RELAY_STREAM.admits,
-        parallelization_factor=1,
-    )
+    stream = relay_lane(r, relay)
     stream.poll_once()  # open the iterator
     _journey(orchestrator)
     _drain_stream(stream)  # warm: the relay's first connections and first validations are not timed

@@ -156,13 +156,18 @@ def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(
     assert not [q for q in deployment.sqs().list_queues().get("QueueUrls", []) if "saga-verify" in q]
 
 
-def test_an_account_without_api_gateways_logging_role_fails_that_check(deployment):
-    stack = deployment.stack("NoLoggingRole")
-    set_logging_role(deployment, "")
+def verified_with_logging_role(deployment, stack, arn: str):
+    """`saga verify` of `stack` while the account's API Gateway settings name `arn` ("" for none); the
+    deployment's own role is named again after it."""
+    set_logging_role(deployment, arn)
     try:
-        code, checks = deployment.verify(stack)
+        return deployment.verify(stack)
     finally:
         set_logging_role(deployment, deployment.logging_role)
+
+
+def test_an_account_without_api_gateways_logging_role_fails_that_check(deployment):
+    code, checks = verified_with_logging_role(deployment, deployment.stack("NoLoggingRole"), "")
     assert failed(checks) == {"api-gateway-logging-role"}, checks
     assert code == 1
     assert "update-account" in checks["api-gateway-logging-role"]["next"]
@@ -173,11 +178,7 @@ def test_an_account_whose_logging_role_was_deleted_fails_that_check(deployment):
     stack = deployment.stack("DeletedLoggingRole")
     arn = make_logging_role(deployment, "apigw-logs-deleted")
     aws.client("iam", REGION, deployment.endpoint, PATIENT).delete_role(RoleName="apigw-logs-deleted")
-    set_logging_role(deployment, arn)
-    try:
-        code, checks = deployment.verify(stack)
-    finally:
-        set_logging_role(deployment, deployment.logging_role)
+    code, checks = verified_with_logging_role(deployment, stack, arn)
     # Then the logging-role check fails, saying the role does not exist, and only it
     assert failed(checks) == {"api-gateway-logging-role"}, checks
     assert code == 1
