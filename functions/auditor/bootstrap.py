@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 
@@ -17,10 +17,11 @@ from functions.auditor.store import (
     DynamoRecordRebuilder,
     DynamoTruthReader,
 )
-from shared import topology
+from shared import aws, topology
 from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.control_store import DynamoControlRecordStore
+from shared.entry_points import Handler
 from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease, Leased
 
 if TYPE_CHECKING:
@@ -73,3 +74,18 @@ def build_audit_lease(
     return Leased(
         store, "auditor", timedelta(seconds=topology.AUDITOR.timeout_seconds) + CLOCK_SKEW_MARGIN, metrics, clock
     )
+
+
+def build(settings: AuditorSettings, metrics: Metrics) -> Handler:
+    """The scheduled audit's Lambda handler: each run under the audit's lease (a run that finds it held does
+    nothing), answering what it found."""
+    client = aws.client("dynamodb", settings.region, settings.aws_endpoint_url)
+    audit, lease = build_scheduled(settings, metrics, client), build_audit_lease(settings, metrics, client)
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        report = lease.run(audit.run)
+        if report is None:
+            return {"leaseHeld": True}
+        return {"audited": report.audited, "outOfSync": len(report.outOfSync), "withinGrace": len(report.withinGrace)}
+
+    return handle

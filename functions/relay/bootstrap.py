@@ -5,8 +5,9 @@ pay for it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 
@@ -82,3 +83,15 @@ def build_sweeper_lease(settings: RelaySettings, metrics: Metrics, clock: Callab
     store = DynamoLease(client, settings.loans_table_name, SWEEPER_LEASE_KEY)
     duration = timedelta(seconds=SWEEPER_TIMEOUT_SECONDS) + CLOCK_SKEW_MARGIN
     return Leased(store, "sweeper", duration, metrics, clock)
+
+
+def build_sweep_handler(settings: RelaySettings, metrics: Metrics) -> Handler:
+    """The sweeper's Lambda handler: each run under the sweeper's lease (a run that finds it held does
+    nothing), answering its report."""
+    sweeper, lease = build_sweeper(settings, metrics), build_sweeper_lease(settings, metrics)
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        report = lease.run(sweeper.sweep)
+        return {"leaseHeld": True} if report is None else asdict(report)
+
+    return handle
