@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.capacity import DEFAULT_CAPACITY
 
 
 class BaseSettings(BaseModel):
@@ -33,3 +35,13 @@ class BaseSettings(BaseModel):
             for name, value in self.model_dump(exclude_unset=True).items()
             if value is not None
         }
+
+
+class LoansTableSettings(BaseSettings):
+    """Settings of a function that reads or writes the loans table (loans-api, the relay and the sweeper, the
+    audit)."""
+
+    loans_table_name: str
+    # The journey-changes index's shards per event type (shared/keys.py), from the target rate: loans-api
+    # writes to this many; the sweeper and the audit walk this many, or more if a larger count was recorded.
+    changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)

@@ -1,13 +1,9 @@
 from __future__ import annotations
 
-from pydantic import Field
-
-from shared.capacity import DEFAULT_CAPACITY
-from shared.settings import BaseSettings
+from shared.settings import LoansTableSettings
 
 
-class AuditorSettings(BaseSettings):
-    loans_table_name: str
+class AuditorSettings(LoansTableSettings):
     journeys_table_name: str
     # A journey is listed once it has disagreed this long: both roads normally deliver within a second.
     grace_seconds: float = 60.0
@@ -20,9 +16,6 @@ class AuditorSettings(BaseSettings):
     # day a 5-minute run reads ~14,000. A busier window is finished by the next runs.
     max_changes_per_run: int = 50_000
     max_suspects: int = 1000
-    # The journey-changes index's shards per event type loans-api writes to (shared/keys.py): the audit
-    # walks this many, or more if the sweeper recorded a larger count.
-    changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)
     # The rolling sweep of the Control Records (a record loans-api has no change of is in none of its
     # indexes): items of the journeys table read per run, about 2 read units each with their audit. At
     # 100,000 journeys (about 600,000 items with their receipts) the whole table in about two days.
