@@ -15,10 +15,10 @@ from dataclasses import dataclass
 class Backoff:
     """`attempts` in all; the pause before retry n (n >= 1) is base_delay * multiplier**(n-1) + U(0, max_jitter)."""
 
-    attempts: int
-    base_delay: float
-    multiplier: float = 2.0
-    max_jitter: float = 0.0
+    attempts: int  # the first included
+    base_delay: float  # seconds, before the first retry
+    multiplier: float = 2.0  # each pause is this times the one before (without its jitter)
+    max_jitter: float = 0.0  # seconds at most, added to each pause
 
     def floor_delay(self, retry_number: int) -> float:
         """The pause before the `retry_number`-th retry (1-based), without jitter."""

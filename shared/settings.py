@@ -4,7 +4,7 @@ it from the environment, the local runtime and the tests pass it explicitly."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,11 @@ class BaseSettings(BaseModel):
         if "region" not in values and "AWS_REGION" in environ:
             values["region"] = environ["AWS_REGION"]
         return cls.model_validate(values)
+
+    def group(self, prefix: str) -> dict[str, Any]:
+        """The fields named `prefix` + a name, by that name: the keyword arguments of what they configure
+        (`RetryPolicy(**settings.group("retry_"))`: `retry_attempts` is its `attempts`)."""
+        return {name.removeprefix(prefix): value for name, value in self if name.startswith(prefix)}
 
     def to_env(self) -> dict[str, str]:
         """The environment variables `from_env` reads back into these settings: the fields given when

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 
-from functions.auditor.service import JourneyAuditor, ScheduledAudit
+from functions.auditor.service import AuditLimits, JourneyAuditor, ScheduledAudit
 from functions.auditor.settings import AuditorSettings
 from functions.auditor.store import (
     AUDIT_LEASE_KEY,
@@ -48,22 +49,16 @@ def build_auditor(
     return auditor, changes
 
 
+def audit_limits(settings: AuditorSettings) -> AuditLimits:
+    return AuditLimits(**settings.model_dump(include={field.name for field in fields(AuditLimits)}))
+
+
 def build_scheduled(
     settings: AuditorSettings, metrics: Metrics, client: DynamoDBClient, clock: Callable[[], datetime] = utc_now
 ) -> ScheduledAudit:
     auditor, changes = build_auditor(client, client, settings, clock)
-    return ScheduledAudit(
-        auditor,
-        changes,
-        DynamoAuditState(client, settings.journeys_table_name),
-        metrics,
-        clock,
-        initial_lookback_seconds=settings.initial_lookback_seconds,
-        late_commit_margin_seconds=settings.late_commit_margin_seconds,
-        max_changes_per_run=settings.max_changes_per_run,
-        max_suspects=settings.max_suspects,
-        records_swept_per_run=settings.records_swept_per_run,
-    )
+    state = DynamoAuditState(client, settings.journeys_table_name)
+    return ScheduledAudit(auditor, changes, state, metrics, clock, audit_limits(settings))
 
 
 def build_audit_lease(

@@ -38,12 +38,7 @@ APPLY_RESERVE_SECONDS = 2 * DYNAMO_BUDGET.worst_case_seconds()
 
 
 def retry_policy(settings: OrchestratorSettings) -> RetryPolicy:
-    return RetryPolicy(
-        attempts=settings.retry_attempts,
-        base_delay=settings.retry_base_delay,
-        multiplier=settings.retry_multiplier,
-        max_jitter=settings.retry_max_jitter,
-    )
+    return RetryPolicy(**settings.group("retry_"))
 
 
 def loans_attempt_seconds(settings: OrchestratorSettings, first: bool = False) -> float:

@@ -48,16 +48,7 @@ def build_stream_handler(settings: RelaySettings, metrics: Metrics, publisher: E
 def sweep_limits(settings: RelaySettings) -> SweepLimits:
     from functions.relay.sweeper import SweepLimits
 
-    return SweepLimits(
-        threshold_seconds=settings.sweep_threshold_seconds,
-        margin_seconds=settings.sweep_margin_seconds,
-        max_republished=settings.sweep_max_per_run,
-        max_entries_per_partition=settings.sweep_max_entries_per_partition,
-        max_revisits=settings.sweep_max_revisits,
-        budget_seconds=settings.sweep_budget_seconds,
-        initial_lookback_seconds=settings.sweep_initial_lookback_seconds,
-        shards=settings.changes_index_shards,
-    )
+    return SweepLimits(**settings.group("sweep_"), shards=settings.changes_index_shards)
 
 
 def build_sweeper(
