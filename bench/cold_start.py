@@ -4,9 +4,8 @@ used (wall time beside it), against a floor every Python function with these lib
 the same loop so a busy machine slows all alike;
 then the first request through the Lambda entry, and what each init imports beyond the floor.
 
-The child builds the composition root by calling the handler module's cached builder (`_app`,
-`_handler`, ...): Lambda builds it on the first invocation, and the benchmark times it apart from that
-invocation. It is the one place outside the functions that names them; tests never do."""
+The child builds the composition root by calling its Lambda entry's cached builder (`built`, shared/lambda_entry.py):
+Lambda builds it on the first invocation, and the benchmark times it apart from that invocation."""
 
 from __future__ import annotations
 
@@ -26,11 +25,11 @@ from saga.local.resources import provision
 from shared import topology
 
 COLD_START = {
-    "orchestrator": ("functions.orchestrator.handler", "_app"),
-    "loans-api": ("functions.loans_api.handler", "_app"),
-    "relay": ("functions.relay.handler", "_stream_handler"),
-    "consumer": ("functions.consumer.handler", "_handler"),
-    "auditor": ("functions.auditor.handler", "_audit"),
+    "orchestrator": ("functions.orchestrator.handler", "lambda_handler"),
+    "loans-api": ("functions.loans_api.handler", "lambda_handler"),
+    "relay": ("functions.relay.handler", "lambda_handler"),
+    "consumer": ("functions.consumer.handler", "lambda_handler"),
+    "auditor": ("functions.auditor.handler", "lambda_handler"),
 }
 FLOOR = "floor"
 # What every function of this kind imports (BENCHMARKS.md section 5 states it): botocore's session and one
@@ -126,7 +125,7 @@ class ColdStart:
 def _child_code(name: str, run: int) -> str:
     if name == FLOOR:
         return _CHILD.format(init=FLOOR_CODE, first="status = 0")
-    module, builder = COLD_START[name]
+    module, entry = COLD_START[name]
     first = "status = 0"
     if name in FIRST_REQUEST:
         method, path, body, headers = FIRST_REQUEST[name]
@@ -137,7 +136,7 @@ def _child_code(name: str, run: int) -> str:
             headers={"Content-Type": "application/json", **{k: v.format(run=run) for k, v in headers.items()}},
             body=payload,
         )
-    return _CHILD.format(init=f"import {module} as m\nm.{builder}()", first=first)
+    return _CHILD.format(init=f"import {module} as m\nm.{entry}.built()", first=first)
 
 
 def imported(code: str, env: dict[str, str]) -> dict[str, float]:

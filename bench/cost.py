@@ -207,8 +207,7 @@ def rig(moto: MotoProcess, meter: Meter, design: str) -> Rig:
                 aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
             ),
             metrics,
-            http=loans_http,
-            sleep=lambda _: None,
+            orchestrator_bootstrap.Ports(http=loans_http, sleep=lambda _: None),
         ),
         meter.total_calls,
     )

@@ -82,7 +82,7 @@ def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, T
             aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
         ),
         metrics,
-        http=InProcessHttp(loans),
+        orchestrator_bootstrap.Ports(http=InProcessHttp(loans)),
     )
     relay_invocations = relay_events = 0
     relay_handler = relay_bootstrap.build_stream_handler(

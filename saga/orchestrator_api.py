@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import urllib3
 
+from shared.backoff import Backoff
 from shared.idempotency import REPLAYED_HEADER
 from shared.loans_client import JsonHttpEndpoint
 
@@ -75,17 +76,13 @@ class HttpOrchestratorApi(JsonHttpEndpoint):
 
 
 @dataclass(frozen=True)
-class TransportRetry:
-    """The server's own retries of a transport failure, each with the same request and key. The API's
-    own answers are never retried here: a 503 problem already spent the orchestrator's retry budget,
-    and the model decides from its `retryable`."""
+class TransportRetry(Backoff):
+    """The server's own retries of a transport failure, each with the same request and key: 3 attempts,
+    0.5 s then 1 s between them. The API's own answers are never retried here: a 503 problem already spent
+    the orchestrator's retry budget, and the model decides from its `retryable`."""
 
     attempts: int = 3
-    base_delay_seconds: float = 0.5
-
-    def delays(self) -> list[float]:
-        """The pauses between attempts: base, then doubling."""
-        return [self.base_delay_seconds * 2**attempt for attempt in range(self.attempts - 1)]
+    base_delay: float = 0.5
 
     def send(self, api: OrchestratorApi, request: ApiRequest, sleep: Callable[[float], None]) -> ApiReply:
         """`request` sent until it gets an answer, at most `attempts` times; ApiUnreachable after the last."""

@@ -1,7 +1,7 @@
 """Reading many items by key (DynamoDB BatchGetItem), one way everywhere: at most 100 keys a call,
 strongly consistent (the sweeper reads eventually consistent first: `batch_read(consistent=False)`),
 and the keys DynamoDB leaves unprocessed (throttling, a response over 16 MB) asked for again
-after a pause that doubles, a bounded number of rounds. AWS: "If DynamoDB returns any
+after a pause that doubles (shared/backoff.py), a bounded number of rounds. AWS: "If DynamoDB returns any
 unprocessed items, you should retry the batch operation on those items. However, we strongly recommend
 that you use an exponential backoff algorithm"
 (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html). What is still
@@ -15,16 +15,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from shared.backoff import Backoff
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import KeysAndAttributesUnionTypeDef
 
 # BatchGetItem's limit of keys per call.
 BATCH_GET_LIMIT = 100
-# Calls per 100 keys at most, and the pause before the second: 50 ms, then 100, 200, 400 (0.75 s in all,
-# with up to as much again of jitter).
-MAX_ROUNDS = 5
-FIRST_PAUSE_SECONDS = 0.05
+# Calls per 100 keys at most, and the pauses between them: 50 ms, then 100, 200, 400 (0.75 s in all), each
+# with up to 50 ms of jitter.
+ROUNDS = Backoff(attempts=5, base_delay=0.05, max_jitter=0.05)
 
 
 class BatchReadIncomplete(Exception):
@@ -37,19 +38,19 @@ def batch_get(
     keys: list[dict[str, Any]],
     *,
     attributes: Sequence[str] = (),
-    rounds: int = MAX_ROUNDS,
+    rounds: Backoff = ROUNDS,
     sleep: Callable[[float], None] = time.sleep,
     unit_random: Callable[[], float] = random.random,
 ) -> list[dict[str, Any]]:
     """The items of `table` at `keys` (DynamoDB's attribute maps), strongly consistent; an item that
-    does not exist is left out. BatchReadIncomplete when keys are still unprocessed after `rounds` calls.
+    does not exist is left out. BatchReadIncomplete when keys are still unprocessed after the last of `rounds`.
     `attributes`: only those of each item (a projection), when the caller needs no more."""
     items, unprocessed = batch_read(
         client, table, keys, attributes=attributes, rounds=rounds, sleep=sleep, unit_random=unit_random
     )
     if unprocessed:
         raise BatchReadIncomplete(
-            f"{len(unprocessed)} keys of {table} still unprocessed after {rounds} BatchGetItem calls"
+            f"{len(unprocessed)} keys of {table} still unprocessed after {rounds.attempts} BatchGetItem calls"
         )
     return items
 
@@ -61,11 +62,11 @@ def batch_read(
     *,
     consistent: bool = True,
     attributes: Sequence[str] = (),
-    rounds: int = MAX_ROUNDS,
+    rounds: Backoff = ROUNDS,
     sleep: Callable[[float], None] = time.sleep,
     unit_random: Callable[[], float] = random.random,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The items of `table` at `keys` that exist, and the keys still unprocessed after `rounds` calls,
+    """The items of `table` at `keys` that exist, and the keys still unprocessed after the last of `rounds`,
     for a caller that keeps those for later (the sweeper revisits them next run). `consistent=False`
     reads eventually consistent (half a read unit an item). `attributes`: only those of each item (a
     projection: DynamoDB bills the whole item's read all the same, but neither side serializes the rest)."""
@@ -81,10 +82,9 @@ def batch_read(
             names = {f"#a{index}": name for index, name in enumerate(attributes)}
             wanted |= {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
         request: Mapping[str, KeysAndAttributesUnionTypeDef] = {table: wanted}
-        for round_number in range(rounds):
+        for round_number in range(rounds.attempts):
             if round_number:
-                pause = FIRST_PAUSE_SECONDS * 2 ** (round_number - 1)
-                sleep(pause * (1 + unit_random()))
+                sleep(rounds.delay(round_number, unit_random()))
             response = client.batch_get_item(RequestItems=request)
             items += response.get("Responses", {}).get(table, [])
             request = response.get("UnprocessedKeys") or {}

@@ -17,6 +17,7 @@ from botocore.exceptions import NoCredentialsError
 
 from shared import aws
 from shared.idempotency import EXPECTED_SEQ_HEADER, HEADER, ORIGIN_HEADER, REPLAYED_HEADER
+from shared.settings import BaseSettings
 
 # How long a call to loans-api may take to connect (a new connection to API Gateway, TLS included).
 CONNECT_TIMEOUT_SECONDS = 0.3
@@ -145,17 +146,16 @@ class HttpLoansClient(JsonHttpEndpoint):
         return LoansReply(status=response.status, body=payload, replayed=replayed, origin=origin and str(origin))
 
 
-class LoansApiSettings(Protocol):
-    """What a function's settings say about reaching loans-api."""
+class LoansApiSettings(BaseSettings):
+    """What a function's settings say about reaching loans-api (the orchestrator's commands, the consumer's
+    ledger reads): its URL, whether to sign, and how long one attempt may take."""
 
-    @property
-    def loans_api_url(self) -> str: ...
-
-    @property
-    def sign_loans_requests(self) -> bool: ...
-
-    @property
-    def region(self) -> str: ...
+    loans_api_url: str
+    # SigV4-sign calls to loans-api (an IAM-authorized API Gateway); off locally.
+    sign_loans_requests: bool = False
+    # How long one attempt may take to connect, and to be answered: sized for a cold loans-api (above).
+    loans_connect_timeout: float = CONNECT_TIMEOUT_SECONDS
+    loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS
 
 
 def http_loans_client(

@@ -4,9 +4,11 @@ it from the environment, the local runtime and the tests pass it explicitly."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Self
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.capacity import DEFAULT_CAPACITY
 
 
 class BaseSettings(BaseModel):
@@ -24,6 +26,11 @@ class BaseSettings(BaseModel):
             values["region"] = environ["AWS_REGION"]
         return cls.model_validate(values)
 
+    def group(self, prefix: str) -> dict[str, Any]:
+        """The fields named `prefix` + a name, by that name: the keyword arguments of what they configure
+        (`RetryPolicy(**settings.group("retry_"))`: `retry_attempts` is its `attempts`)."""
+        return {name.removeprefix(prefix): value for name, value in self if name.startswith(prefix)}
+
     def to_env(self) -> dict[str, str]:
         """The environment variables `from_env` reads back into these settings: the fields given when
         they were made (the others are their defaults on both sides). What the local runtime gives a
@@ -33,3 +40,13 @@ class BaseSettings(BaseModel):
             for name, value in self.model_dump(exclude_unset=True).items()
             if value is not None
         }
+
+
+class LoansTableSettings(BaseSettings):
+    """Settings of a function that reads or writes the loans table (loans-api, the relay and the sweeper, the
+    audit)."""
+
+    loans_table_name: str
+    # The journey-changes index's shards per event type (shared/keys.py), from the target rate: loans-api
+    # writes to this many; the sweeper and the audit walk this many, or more if a larger count was recorded.
+    changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)

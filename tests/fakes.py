@@ -15,20 +15,20 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-import urllib3
 
 from functions.auditor.audit import Truth
 from functions.auditor.service import AuditState, AuditStateConflict, EventFacts, Ledgers
+from functions.loans_api import bootstrap as loans_bootstrap
 from functions.loans_api import history
-from functions.loans_api.api import create_app as create_loans_app
 from functions.loans_api.domain import Change, Ledger
 from functions.loans_api.models import JourneyTruth
-from functions.loans_api.service import CommitOutcome, CommitStatus, LoansService
+from functions.loans_api.service import CommitOutcome, CommitStatus
+from functions.loans_api.settings import LoansSettings
+from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator import keys
 from functions.orchestrator.deadline import RequestDeadline
-from functions.orchestrator.loans_gateway import LoansGateway
-from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
-from functions.orchestrator.service import AgentKey, JourneyService
+from functions.orchestrator.service import AgentKey
+from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.apigw import DEFAULT_CALLER
 from saga.local.inprocess import InProcessHttp
 from shared.applier import EventApplier
@@ -36,10 +36,8 @@ from shared.clock import utc_now
 from shared.control_record import ControlRecord
 from shared.errors import UpstreamUnavailable
 from shared.events import LoanEvent
-from shared.guards import guarded
 from shared.idempotency import Answer, Receipt, fingerprint
 from shared.lease import Lease, may_take
-from shared.loans_client import HttpLoansClient
 from tests.support import quiet_metrics
 
 
@@ -150,31 +148,25 @@ class FakeSystem:
     loans_store: FakeLoanStore = field(default_factory=FakeLoanStore)
     journeys: FakeJourneyStore = field(default_factory=FakeJourneyStore)
     sleeps: list[float] = field(default_factory=list)
-    max_simulations: int = 100
+    max_simulations: int | None = None  # loans-api's cap; None: the deployed one (functions/loans_api/settings.py)
 
     def __post_init__(self) -> None:
-        loans = LoansService(
-            self.loans_store,
-            quiet_metrics("loans-api"),
-            clock=utc_now,
-            receipt_ttl_seconds=3600,
-            max_simulations=self.max_simulations,
-        )
-        self.wire = InProcessHttp(guarded(create_loans_app(loans)))
-        client = HttpLoansClient("http://loans-api.invalid", self.wire, urllib3.Timeout(connect=0.3, read=1.5))
+        # Each service as its composition root builds it, from its deployed settings' defaults, on the fakes.
+        cap = {} if self.max_simulations is None else {"max_simulations_per_journey": self.max_simulations}
+        loans_settings = LoansSettings.model_validate({"loans_table_name": "loans", **cap})
+        loans_ports = loans_bootstrap.Ports(store=self.loans_store)
+        self.wire = InProcessHttp(loans_bootstrap.build(loans_settings, quiet_metrics("loans-api"), loans_ports))
         self.deadline = RequestDeadline()  # never started: unlimited, unless a test starts it
-        retrying = RetryingLoansClient(
-            client, RetryPolicy(), self.deadline, attempt_seconds=1.8, sleep=self.sleeps.append
-        )
-        self.service = JourneyService(
+        self.ports = orchestrator_bootstrap.Ports(
             store=self.journeys,
-            loans=LoansGateway(retrying),
-            applier=EventApplier(self.journeys, clock=utc_now),
-            metrics=quiet_metrics("orchestrator"),
-            clock=utc_now,
-            new_journey_id=lambda: f"j{len(self.journeys.records) + 1}",
-            receipt_ttl_seconds=3600,
+            http=self.wire,
+            sleep=self.sleeps.append,
             pause=lambda _: None,
+            new_journey_id=lambda: f"j{len(self.journeys.records) + 1}",
+        )
+        self.settings = OrchestratorSettings(journeys_table_name="journeys", loans_api_url="http://loans-api.invalid")
+        self.service = orchestrator_bootstrap.build_service(
+            self.settings, quiet_metrics("orchestrator"), self.deadline, self.ports
         )
 
     def new_journey(self) -> str:
@@ -261,7 +253,7 @@ def every_reply_lost(system: FakeSystem, command: Callable[[], Any]) -> None:
 
 def abandon_a_simulate(system: FakeSystem, journey: str, amount: int = 10000) -> None:
     """A simulate whose five attempts are all held back (each may commit later): the agent gets 503."""
-    system.wire.faults = ["hold"] * 5
+    system.wire.faults = ["hold"] * system.settings.retry_attempts
     with pytest.raises(UpstreamUnavailable):
         simulate(system, journey, amount)
 
@@ -309,10 +301,9 @@ class InProcessOrchestrator:
     (saga.local.inprocess), as the MCP server's HTTP adapter reaches it. `requests` keeps what went out."""
 
     def __init__(self) -> None:
-        from functions.orchestrator.api import create_app as create_orchestrator_app
-
         self.system = FakeSystem()
-        self.wire = InProcessHttp(guarded(create_orchestrator_app(self.system.service)), "orchestrator")
+        handler = orchestrator_bootstrap.build(self.system.settings, quiet_metrics("orchestrator"), self.system.ports)
+        self.wire = InProcessHttp(handler, "orchestrator")
         self.requests: list[tuple[str, str, dict[str, str]]] = []
 
     def request(self, method: str, url: str, body: bytes | None = None, headers: Any = None, **kwargs: Any) -> Any:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 
-from functions.auditor.service import JourneyAuditor, ScheduledAudit
+from functions.auditor.service import AuditLimits, JourneyAuditor, ScheduledAudit
 from functions.auditor.settings import AuditorSettings
 from functions.auditor.store import (
     AUDIT_LEASE_KEY,
@@ -17,10 +18,11 @@ from functions.auditor.store import (
     DynamoRecordRebuilder,
     DynamoTruthReader,
 )
-from shared import topology
+from shared import aws, topology
 from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.control_store import DynamoControlRecordStore
+from shared.entry_points import Handler
 from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease, Leased
 
 if TYPE_CHECKING:
@@ -47,22 +49,16 @@ def build_auditor(
     return auditor, changes
 
 
+def audit_limits(settings: AuditorSettings) -> AuditLimits:
+    return AuditLimits(**settings.model_dump(include={field.name for field in fields(AuditLimits)}))
+
+
 def build_scheduled(
     settings: AuditorSettings, metrics: Metrics, client: DynamoDBClient, clock: Callable[[], datetime] = utc_now
 ) -> ScheduledAudit:
     auditor, changes = build_auditor(client, client, settings, clock)
-    return ScheduledAudit(
-        auditor,
-        changes,
-        DynamoAuditState(client, settings.journeys_table_name),
-        metrics,
-        clock,
-        initial_lookback_seconds=settings.initial_lookback_seconds,
-        late_commit_margin_seconds=settings.late_commit_margin_seconds,
-        max_changes_per_run=settings.max_changes_per_run,
-        max_suspects=settings.max_suspects,
-        records_swept_per_run=settings.records_swept_per_run,
-    )
+    state = DynamoAuditState(client, settings.journeys_table_name)
+    return ScheduledAudit(auditor, changes, state, metrics, clock, audit_limits(settings))
 
 
 def build_audit_lease(
@@ -73,3 +69,18 @@ def build_audit_lease(
     return Leased(
         store, "auditor", timedelta(seconds=topology.AUDITOR.timeout_seconds) + CLOCK_SKEW_MARGIN, metrics, clock
     )
+
+
+def build(settings: AuditorSettings, metrics: Metrics) -> Handler:
+    """The scheduled audit's Lambda handler: each run under the audit's lease (a run that finds it held does
+    nothing), answering what it found."""
+    client = aws.client("dynamodb", settings.region, settings.aws_endpoint_url)
+    audit, lease = build_scheduled(settings, metrics, client), build_audit_lease(settings, metrics, client)
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        report = lease.run(audit.run)
+        if report is None:
+            return {"leaseHeld": True}
+        return {"audited": report.audited, "outOfSync": len(report.outOfSync), "withinGrace": len(report.withinGrace)}
+
+    return handle

@@ -256,6 +256,17 @@ class JourneyAuditor:
         return self._judge_again(finding.journeyId, finding)
 
 
+@dataclass(frozen=True)
+class AuditLimits:
+    """What bounds one scheduled run (functions/auditor/settings.py sizes each)."""
+
+    initial_lookback_seconds: float
+    late_commit_margin_seconds: float
+    max_changes_per_run: int
+    max_suspects: int
+    records_swept_per_run: int = 0
+
+
 class ScheduledAudit:
     """One scheduled run: the journeys changed since the last run (minus a margin for late commits)
     and the ones still suspected, compared; the findings logged and measured; the state saved."""
@@ -267,28 +278,24 @@ class ScheduledAudit:
         state: AuditStateStore,
         metrics: Metrics,
         clock: Callable[[], datetime],
-        initial_lookback_seconds: float,
-        late_commit_margin_seconds: float,
-        max_changes_per_run: int,
-        max_suspects: int,
-        records_swept_per_run: int = 0,
+        limits: AuditLimits,
     ) -> None:
         self._auditor = auditor
         self._changes = changes
         self._state = state
         self._metrics = metrics
         self._clock = clock
-        self._lookback = timedelta(seconds=initial_lookback_seconds)
+        self._lookback = timedelta(seconds=limits.initial_lookback_seconds)
         # An eventId is minted before its transaction commits, and the index is eventually
         # consistent: an event can appear after a run covered its id's time. Each run re-reads this
         # much of the previous window, so such an event is seen by the next run.
-        self._margin = timedelta(seconds=late_commit_margin_seconds)
-        self._max_changes = max_changes_per_run
-        self._max_suspects = max_suspects
+        self._margin = timedelta(seconds=limits.late_commit_margin_seconds)
+        self._max_changes = limits.max_changes_per_run
+        self._max_suspects = limits.max_suspects
         # A record loans-api has no change of (a journeys table restored from elsewhere, a forged event
         # applied) is in no index of loans-api's: each run also audits the next page of the Control Records,
         # so the whole table is audited every (its items / this) runs.
-        self._sweep = records_swept_per_run
+        self._sweep = limits.records_swept_per_run
 
     def run(self) -> AuditReport:
         now = self._clock()

@@ -2,28 +2,28 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from shared.capacity import DEFAULT_CAPACITY
-from shared.settings import BaseSettings
+from shared.settings import LoansTableSettings
 
 
-class AuditorSettings(BaseSettings):
-    loans_table_name: str
+class AuditorSettings(LoansTableSettings):
+    """The audit's tables, and what bounds a scheduled run (functions/auditor/service.py `AuditLimits`):
+    - grace_seconds: a journey is listed once it has disagreed this long (both roads normally deliver within
+      a second);
+    - initial_lookback_seconds: how far back the first run (no state yet) looks;
+    - late_commit_margin_seconds: how much of the previous window each run re-reads (ids are minted before
+      the commit; the index is eventually consistent), longer than loans-api's function timeout;
+    - max_changes_per_run, max_suspects: bounded work per run (events read from the changes index, ~4 per
+      journey: at 1M journeys a day a 5-minute run reads ~14,000; a busier window is finished by the next
+      runs);
+    - records_swept_per_run: the rolling sweep of the Control Records (a record loans-api has no change of
+      is in none of its indexes), items of the journeys table read per run, about 2 read units each with
+      their audit: at 100,000 journeys (about 600,000 items with their receipts) the whole table in about
+      two days."""
+
     journeys_table_name: str
-    # A journey is listed once it has disagreed this long: both roads normally deliver within a second.
     grace_seconds: float = 60.0
-    # The first run (no state yet) looks back this far.
     initial_lookback_seconds: float = 3600.0
-    # Each run re-reads this much of the previous window (ids are minted before the commit; the index
-    # is eventually consistent). Longer than loans-api's function timeout.
     late_commit_margin_seconds: float = 60.0
-    # Bounded work per run (events read from the changes index; ~4 per journey): at 1M journeys a
-    # day a 5-minute run reads ~14,000. A busier window is finished by the next runs.
-    max_changes_per_run: int = 50_000
-    max_suspects: int = 1000
-    # The journey-changes index's shards per event type loans-api writes to (shared/keys.py): the audit
-    # walks this many, or more if the sweeper recorded a larger count.
-    changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)
-    # The rolling sweep of the Control Records (a record loans-api has no change of is in none of its
-    # indexes): items of the journeys table read per run, about 2 read units each with their audit. At
-    # 100,000 journeys (about 600,000 items with their receipts) the whole table in about two days.
-    records_swept_per_run: int = 1000
+    max_changes_per_run: int = Field(default=50_000, ge=1)
+    max_suspects: int = Field(default=1000, ge=0)
+    records_swept_per_run: int = Field(default=1000, ge=0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import urllib3
@@ -17,7 +18,7 @@ from functions.orchestrator.api import create_app
 from functions.orchestrator.deadline import RequestDeadline
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
-from functions.orchestrator.service import JourneyService
+from functions.orchestrator.service import JourneyService, JourneyStore
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.orchestrator.store import DynamoJourneyStore
 from shared import aws
@@ -37,12 +38,7 @@ APPLY_RESERVE_SECONDS = 2 * DYNAMO_BUDGET.worst_case_seconds()
 
 
 def retry_policy(settings: OrchestratorSettings) -> RetryPolicy:
-    return RetryPolicy(
-        attempts=settings.retry_attempts,
-        base_delay=settings.retry_base_delay,
-        multiplier=settings.retry_multiplier,
-        max_jitter=settings.retry_max_jitter,
-    )
+    return RetryPolicy(**settings.group("retry_"))
 
 
 def loans_attempt_seconds(settings: OrchestratorSettings, first: bool = False) -> float:
@@ -52,18 +48,34 @@ def loans_attempt_seconds(settings: OrchestratorSettings, first: bool = False) -
     return settings.loans_connect_timeout + read
 
 
+def _new_journey_id() -> str:
+    return str(uuid7())
+
+
+@dataclass(frozen=True)
+class Ports:
+    """What the composition root makes for itself unless it is given it: the journeys table's store, the
+    HTTP loans-api is reached over, the retries' sleep, the pause after a lost race, the clock of the request's
+    deadline, the journey ids. The tests pass fakes (tests/fakes.py), the in-process runs a wire."""
+
+    store: JourneyStore | None = None
+    http: HttpRequester | None = None
+    sleep: Callable[[float], None] = time.sleep
+    pause: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+    new_journey_id: Callable[[], str] = _new_journey_id
+
+
 def build_service(
-    settings: OrchestratorSettings,
-    metrics: Metrics,
-    deadline: RequestDeadline,
-    http: HttpRequester | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    settings: OrchestratorSettings, metrics: Metrics, deadline: RequestDeadline, ports: Ports = Ports()
 ) -> JourneyService:
-    dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url, DYNAMO_BUDGET)
-    deadline.guard_botocore(dynamodb, DYNAMO_BUDGET.worst_case_seconds())
-    store = DynamoJourneyStore(dynamodb, settings.journeys_table_name)
+    store = ports.store
+    if store is None:
+        dynamodb = aws.client("dynamodb", settings.region, settings.aws_endpoint_url, DYNAMO_BUDGET)
+        deadline.guard_botocore(dynamodb, DYNAMO_BUDGET.worst_case_seconds())
+        store = DynamoJourneyStore(dynamodb, settings.journeys_table_name)
     # One connection pool; the first attempt and the retries each wait out a cold loans-api.
-    requester = http or cast(HttpRequester, urllib3.PoolManager(maxsize=20))
+    requester = ports.http or cast(HttpRequester, urllib3.PoolManager(maxsize=20))
     connect = settings.loans_connect_timeout
     first = urllib3.Timeout(connect=connect, read=settings.loans_read_timeout)
     retries = urllib3.Timeout(connect=connect, read=settings.loans_retry_read_timeout)
@@ -73,7 +85,7 @@ def build_service(
         deadline,
         attempt_seconds=loans_attempt_seconds(settings),
         reserve_seconds=APPLY_RESERVE_SECONDS,
-        sleep=sleep,
+        sleep=ports.sleep,
         first=http_loans_client(settings, first, pool_size=20, http=requester),
         first_attempt_seconds=loans_attempt_seconds(settings, first=True),
     )
@@ -83,22 +95,17 @@ def build_service(
         applier=EventApplier(store, clock=utc_now),
         metrics=metrics,
         clock=utc_now,
-        new_journey_id=lambda: str(uuid7()),
+        new_journey_id=ports.new_journey_id,
         receipt_ttl_seconds=settings.receipt_ttl_seconds,
+        pause=ports.pause,
     )
 
 
-def build(
-    settings: OrchestratorSettings,
-    metrics: Metrics,
-    http: HttpRequester | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    monotonic: Callable[[], float] = time.monotonic,
-) -> Handler:
+def build(settings: OrchestratorSettings, metrics: Metrics, ports: Ports = Ports()) -> Handler:
     """An API Gateway proxy handler for the orchestrator. Each invocation starts the request's
     deadline from the Lambda context's remaining time."""
-    deadline = RequestDeadline(monotonic)
-    app = guarded(create_app(build_service(settings, metrics, deadline, http, sleep)))
+    deadline = RequestDeadline(ports.monotonic)
+    app = guarded(create_app(build_service(settings, metrics, deadline, ports)))
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         deadline.start(context)
@@ -107,17 +114,11 @@ def build(
     return handle
 
 
-def build_bedrock(
-    settings: OrchestratorSettings,
-    metrics: Metrics,
-    http: HttpRequester | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    monotonic: Callable[[], float] = time.monotonic,
-) -> Handler:
+def build_bedrock(settings: OrchestratorSettings, metrics: Metrics, ports: Ports = Ports()) -> Handler:
     """A Bedrock Agents action-group executor: each action is the API Gateway request it stands for,
     answered by the orchestrator's own handler (`build`: the same resolver, keys, receipts, problems),
     in Bedrock's response format (functions/orchestrator/bedrock.py)."""
-    api = build(settings, metrics, http, sleep, monotonic)
+    api = build(settings, metrics, ports)
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         _, partition, _, region, account, *_ = str(context.invoked_function_arn).split(":")

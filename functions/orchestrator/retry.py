@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from functions.orchestrator.deadline import RequestDeadline
+from shared.backoff import Backoff
 from shared.errors import UpstreamUnavailable
 from shared.loans_client import LoansClient, LoansReply, LoansRequest, TransientLoansError
 
@@ -18,30 +19,15 @@ logger = Logger(child=True)
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    """5 attempts, 1 s base, x2 growth, additive jitter: the delay before attempt n (n >= 2) is
-    base * multiplier**(n-2) + U(0, max_jitter). Jitter is added, never subtracted, so the floor
-    of the whole schedule is exact: 1 + 2 + 4 + 8 = 15 s."""
+class RetryPolicy(Backoff):
+    """The retry schedule (D8): 5 attempts, 1 s base, x2 growth, additive jitter: the delay before attempt n
+    (n >= 2) is base * multiplier**(n-2) + U(0, max_jitter). Jitter is added, never subtracted, so the floor
+    of the whole schedule is exact: 1 + 2 + 4 + 8 = 15 s (shared/backoff.py, every retry loop's shape)."""
 
     attempts: int = 5
     base_delay: float = 1.0
     multiplier: float = 2.0
     max_jitter: float = 0.1
-
-    def floor_delay(self, retry_number: int) -> float:
-        """The delay before the `retry_number`-th retry (1-based), without jitter."""
-        return self.base_delay * self.multiplier ** (retry_number - 1)
-
-    def delay(self, retry_number: int, unit_random: float) -> float:
-        return self.floor_delay(retry_number) + self.max_jitter * unit_random
-
-    def floor_seconds(self) -> float:
-        """Least total sleeping when every attempt fails."""
-        return sum(self.floor_delay(n) for n in range(1, self.attempts))
-
-    def ceiling_seconds(self) -> float:
-        """Most total sleeping when every attempt fails."""
-        return self.floor_seconds() + self.max_jitter * (self.attempts - 1)
 
 
 class RetryingLoansClient:

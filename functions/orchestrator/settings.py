@@ -2,25 +2,20 @@ from __future__ import annotations
 
 from functions.orchestrator.retry import RetryPolicy
 from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
-from shared.loans_client import COLD_READ_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS, RETRY_READ_TIMEOUT_SECONDS
-from shared.settings import BaseSettings
+from shared.loans_client import RETRY_READ_TIMEOUT_SECONDS, LoansApiSettings
 
 _SCHEDULE = RetryPolicy()
 
 
-class OrchestratorSettings(BaseSettings):
+class OrchestratorSettings(LoansApiSettings):
+    """loans-api's per-attempt limits (shared/loans_client.py's fields) with the retry schedule fit API
+    Gateway's 29 s integration timeout (see tests/unit/test_retry.py for the worst case). The first attempt's
+    read timeout and the retries' are sized for a cold loans-api, so no attempt is cut off and retried into
+    another cold instance; when every attempt times out, the deadline truncates the schedule
+    (tests/unit/test_cold_start.py holds both to the cold-start model and counts the attempts;
+    tests/integration/test_deadline.py runs every command's worst case with them)."""
+
     journeys_table_name: str
-    loans_api_url: str
-    # SigV4-sign calls to loans-api (an IAM-authorized API Gateway); off locally.
-    sign_loans_requests: bool = False
-    # Per-attempt limits of one call to loans-api; with the retry schedule they fit API Gateway's
-    # 29 s integration timeout (see tests/unit/test_retry.py for the worst case).
-    loans_connect_timeout: float = CONNECT_TIMEOUT_SECONDS
-    # The first attempt's and the retries': sized for a cold loans-api (shared/loans_client.py), so no
-    # attempt is cut off and retried into another cold instance; when every attempt times out, the deadline
-    # truncates the schedule (tests/unit/test_cold_start.py holds both to the cold-start model and counts
-    # the attempts; tests/integration/test_deadline.py runs every command's worst case with them).
-    loans_read_timeout: float = COLD_READ_TIMEOUT_SECONDS
     loans_retry_read_timeout: float = RETRY_READ_TIMEOUT_SECONDS
     # The retry schedule's defaults are functions/orchestrator/retry.py's.
     retry_attempts: int = _SCHEDULE.attempts

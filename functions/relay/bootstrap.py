@@ -5,8 +5,9 @@ pay for it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 
@@ -47,16 +48,7 @@ def build_stream_handler(settings: RelaySettings, metrics: Metrics, publisher: E
 def sweep_limits(settings: RelaySettings) -> SweepLimits:
     from functions.relay.sweeper import SweepLimits
 
-    return SweepLimits(
-        threshold_seconds=settings.sweep_threshold_seconds,
-        margin_seconds=settings.sweep_margin_seconds,
-        max_republished=settings.sweep_max_per_run,
-        max_entries_per_partition=settings.sweep_max_entries_per_partition,
-        max_revisits=settings.sweep_max_revisits,
-        budget_seconds=settings.sweep_budget_seconds,
-        initial_lookback_seconds=settings.sweep_initial_lookback_seconds,
-        shards=settings.changes_index_shards,
-    )
+    return SweepLimits(**settings.group("sweep_"), shards=settings.changes_index_shards)
 
 
 def build_sweeper(
@@ -82,3 +74,15 @@ def build_sweeper_lease(settings: RelaySettings, metrics: Metrics, clock: Callab
     store = DynamoLease(client, settings.loans_table_name, SWEEPER_LEASE_KEY)
     duration = timedelta(seconds=SWEEPER_TIMEOUT_SECONDS) + CLOCK_SKEW_MARGIN
     return Leased(store, "sweeper", duration, metrics, clock)
+
+
+def build_sweep_handler(settings: RelaySettings, metrics: Metrics) -> Handler:
+    """The sweeper's Lambda handler: each run under the sweeper's lease (a run that finds it held does
+    nothing), answering its report."""
+    sweeper, lease = build_sweeper(settings, metrics), build_sweeper_lease(settings, metrics)
+
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        report = lease.run(sweeper.sweep)
+        return {"leaseHeld": True} if report is None else asdict(report)
+
+    return handle

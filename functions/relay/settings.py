@@ -1,10 +1,7 @@
 from __future__ import annotations
 
-from pydantic import Field
-
 from shared import topology
-from shared.capacity import DEFAULT_CAPACITY
-from shared.settings import BaseSettings
+from shared.settings import LoansTableSettings
 
 # The sweeper's function timeout (infra deploys it): a run can last no longer, so its lease
 # (shared/lease.py) outlasts it by the clock-skew margin and no more.
@@ -18,8 +15,7 @@ SWEEPER_TIMEOUT_SECONDS = topology.SWEEPER.timeout_seconds
 LATE_COMMIT_MARGIN_SECONDS = 30
 
 
-class RelaySettings(BaseSettings):
-    loans_table_name: str
+class RelaySettings(LoansTableSettings):
     events_topic_arn: str
     # The sweeper republishes PENDING events older than this; younger ones are the stream's.
     sweep_threshold_seconds: float = 60.0
@@ -33,6 +29,3 @@ class RelaySettings(BaseSettings):
     # upgraded from the pending index had its older events swept by the sweeper it replaces).
     sweep_initial_lookback_seconds: float = 24 * 3600
     sweep_margin_seconds: float = LATE_COMMIT_MARGIN_SECONDS
-    # The journey-changes index's shards per event type loans-api writes to (shared/keys.py): the sweeper
-    # walks this many, or more if a larger count was ever recorded.
-    changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)

@@ -165,7 +165,7 @@ class SweepLimits:
 
     threshold_seconds: float
     margin_seconds: float
-    max_republished: int
+    max_per_run: int  # events republished
     max_entries_per_partition: int
     max_revisits: int
     budget_seconds: float
@@ -284,7 +284,7 @@ class OutboxSweeper:
         settled: set[Entry] = set()
         unsettled: set[Entry] = set()
         for start in range(0, len(queue), BATCH_GET_LIMIT):
-            if self._elapsed() >= deadline or tally.republished + tally.failed >= self._limits.max_republished:
+            if self._elapsed() >= deadline or tally.republished + tally.failed >= self._limits.max_per_run:
                 break
             batch = queue[start : start + BATCH_GET_LIMIT]
             found, unread = self._store.read(batch, consistent=False)

@@ -88,9 +88,8 @@ def orchestrator_settings(resources: LocalResources) -> OrchestratorSettings:
 
 @pytest.fixture
 def orchestrator(orchestrator_settings: OrchestratorSettings, loans_http: InProcessHttp, sleeps) -> ApiClient:
-    handler = orchestrator_bootstrap.build(
-        orchestrator_settings, quiet_metrics("orchestrator"), http=loans_http, sleep=sleeps.append
-    )
+    ports = orchestrator_bootstrap.Ports(http=loans_http, sleep=sleeps.append)
+    handler = orchestrator_bootstrap.build(orchestrator_settings, quiet_metrics("orchestrator"), ports)
     return ApiClient(handler, name="orchestrator")
 
 

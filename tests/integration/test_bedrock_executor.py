@@ -29,7 +29,7 @@ TERMS = {"amount": 10000, "termMonths": 36}
 @pytest.fixture
 def executor(orchestrator_settings, loans_http: InProcessHttp, sleeps) -> Handler:
     return bootstrap.build_bedrock(
-        orchestrator_settings, quiet_metrics("bedrock-executor"), http=loans_http, sleep=sleeps.append
+        orchestrator_settings, quiet_metrics("bedrock-executor"), bootstrap.Ports(http=loans_http, sleep=sleeps.append)
     )
 
 

@@ -63,7 +63,8 @@ def slow_orchestrator(settings: OrchestratorSettings, loans_http: InProcessHttp,
         clock.now += seconds + policy.max_jitter  # the schedule's ceiling, not what was drawn
 
     wire = SlowWire(loans_http, clock)
-    return bootstrap.build(settings, quiet_metrics("orchestrator"), http=wire, sleep=longest_sleep, monotonic=clock)
+    ports = bootstrap.Ports(http=wire, sleep=longest_sleep, monotonic=clock)
+    return bootstrap.build(settings, quiet_metrics("orchestrator"), ports)
 
 
 # (state to reach first, command, body, agent key)

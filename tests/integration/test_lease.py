@@ -124,3 +124,30 @@ def test_a_state_item_saved_before_versions_were_kept_is_saved_over(dynamodb: Dy
     # When a run saves, Then it is saved (as version 1)
     state.put(AuditState(datetime.now(UTC), ()), read=read)
     assert state.get().version == 1
+
+
+@pytest.mark.parametrize("function", ["sweeper", "auditor"])
+def test_a_scheduled_functions_handler_runs_under_its_lease_and_says_when_another_run_holds_it(
+    function: str, dynamodb: DynamoDBClient, resources, relay_settings, auditor_settings
+):
+    # Given the scheduled function's Lambda handler as its composition root builds it, and its lease held
+    # by another run
+    from functions.auditor.store import AUDIT_LEASE_KEY
+
+    metrics = quiet_metrics(function)
+    if function == "sweeper":
+        handler = relay_bootstrap.build_sweep_handler(relay_settings, metrics)
+        lease = DynamoLease(dynamodb, resources.loans_table, SWEEPER_LEASE_KEY)
+    else:
+        handler = auditor_bootstrap.build(auditor_settings, metrics)
+        lease = DynamoLease(dynamodb, resources.journeys_table, AUDIT_LEASE_KEY)
+    now = datetime.now(UTC)
+    assert lease.take("another-run", now, now + timedelta(minutes=10))
+    # When it is invoked, Then it does nothing and says so
+    assert handler({}, None) == {"leaseHeld": True}
+    # And once the other run released the lease, it runs and answers its report
+    lease.release("another-run", datetime.now(UTC))
+    report = handler({}, None)
+    expected = {"republished", "failed"} if function == "sweeper" else {"audited", "outOfSync", "withinGrace"}
+    assert "leaseHeld" not in report, report
+    assert expected <= set(report), report

@@ -81,7 +81,8 @@ class Functions:
         self.orchestrator = ApiClient(orchestrator_bootstrap.build(
             OrchestratorSettings(aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table,
                                  loans_api_url="http://loans"),
-            quiet_metrics("orchestrator"), http=self.loans_http, sleep=lambda _: None))  # fmt: skip
+            quiet_metrics("orchestrator"),
+            orchestrator_bootstrap.Ports(http=self.loans_http, sleep=lambda _: None)))  # fmt: skip
         relay_settings = RelaySettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table,
                                        events_topic_arn=r.topic_arn)  # fmt: skip
         self.crash_next_publish = False

@@ -192,7 +192,8 @@ def capped(loans_settings, orchestrator_settings, sleeps) -> ApiClient:
 
     settings = loans_settings.model_copy(update={"max_simulations_per_journey": 3})
     wire = InProcessHttp(loans_bootstrap.build(settings, quiet_metrics("loans-api")))
-    handler = orchestrator_bootstrap.build(orchestrator_settings, quiet_metrics("o"), http=wire, sleep=sleeps.append)
+    ports = orchestrator_bootstrap.Ports(http=wire, sleep=sleeps.append)
+    handler = orchestrator_bootstrap.build(orchestrator_settings, quiet_metrics("o"), ports)
     return ApiClient(handler, name="orchestrator")
 
 

@@ -3,12 +3,15 @@ what it repairs, and that a scheduled run saves its state only over the state it
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from functions.auditor import bootstrap as auditor_bootstrap
 from functions.auditor.audit import Kind, Truth
 from functions.auditor.service import AuditState, Change, JourneyAuditor, Ledgers, ScheduledAudit, SweepKey
+from functions.auditor.settings import AuditorSettings
 from functions.loans_api import domain
 from shared.applier import EventApplier
 from shared.control_record import new_control_record
@@ -18,6 +21,8 @@ from tests.support import quiet_metrics
 
 COMMITTED = datetime(2026, 1, 1, tzinfo=UTC)
 GRACE = 60.0
+# A scheduled run's limits as deployed.
+LIMITS = auditor_bootstrap.audit_limits(AuditorSettings(loans_table_name="loans", journeys_table_name="journeys"))
 
 
 def simulated_and_accepted(journey_id: str) -> list[LoanEvent]:
@@ -113,7 +118,7 @@ def test_a_scheduled_run_saves_its_state_only_over_the_state_it_read():
             return truths.ledgers(journey_ids)
 
     auditor = auditor_at(later, Racing(), records)
-    run = ScheduledAudit(auditor, NoChanges(), state, quiet_metrics("auditor"), lambda: later, 3600.0, 60.0, 1000, 100)
+    run = ScheduledAudit(auditor, NoChanges(), state, quiet_metrics("auditor"), lambda: later, LIMITS)
     # When the run ends, Then it reports the suspect, and the other run's state stands (version 2, not 3)
     [finding] = run.run().outOfSync
     assert finding.journeyId == "j1"
@@ -128,10 +133,10 @@ def test_the_scheduled_run_sweeps_the_control_records_and_reports_one_loans_api_
     records.records["j2"] = records.records["j2"].model_copy(update={"currentState": "simulated", "lastAppliedSeq": 3})
     later = COMMITTED + timedelta(seconds=2 * GRACE)
     state, sweep = FakeAuditState(), SweptRecords(records)
+    limits = dataclasses.replace(LIMITS, records_swept_per_run=2)
     run = ScheduledAudit(
-        auditor_at(later, truths, records), sweep, state, quiet_metrics("auditor"), lambda: later, 3600.0, 60.0,
-        1000, 100, records_swept_per_run=2,
-    )  # fmt: skip
+        auditor_at(later, truths, records), sweep, state, quiet_metrics("auditor"), lambda: later, limits
+    )
     # When it runs (a page of two records), Then it reports the record ahead with its own finding
     [finding] = run.run().outOfSync
     assert (finding.journeyId, finding.kind, finding.recordSeq, finding.truthSeq) == ("j2", Kind.NO_LEDGER, 3, 0)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.batch_read import FIRST_PAUSE_SECONDS, MAX_ROUNDS, BatchReadIncomplete, batch_get, batch_read
+from shared.batch_read import ROUNDS, BatchReadIncomplete, batch_get, batch_read
 
 
 class ThrottlingDynamo:
@@ -51,7 +51,7 @@ def test_unprocessed_keys_are_asked_for_again_after_a_pause_that_doubles():
     items = batch_get(client, "t", KEYS[:10], sleep=pauses.append, unit_random=lambda: 0.0)  # type: ignore[arg-type]
     # Then the key is asked for alone after 50, 100 and 200 ms, and every item comes back
     assert client.calls == [10, 1, 1, 1]
-    assert pauses == [FIRST_PAUSE_SECONDS, 2 * FIRST_PAUSE_SECONDS, 4 * FIRST_PAUSE_SECONDS]
+    assert pauses == [0.05, 0.1, 0.2], pauses
     assert sorted(i["pk"]["S"] for i in items) == sorted(k["pk"]["S"] for k in KEYS[:10])
 
 
@@ -61,7 +61,7 @@ def test_keys_still_unprocessed_after_the_last_round_are_an_error_not_a_missing_
     # When 10 keys are read, Then after the bounded rounds the read fails instead of leaving the key out
     with pytest.raises(BatchReadIncomplete, match="1 keys of t still unprocessed"):
         batch_get(client, "t", KEYS[:10], sleep=lambda s: None)  # type: ignore[arg-type]
-    assert len(client.calls) == MAX_ROUNDS
+    assert len(client.calls) == ROUNDS.attempts
 
 
 def test_a_caller_that_keeps_what_is_left_gets_the_unprocessed_keys_back_eventually_consistent_if_asked():
@@ -70,4 +70,4 @@ def test_a_caller_that_keeps_what_is_left_gets_the_unprocessed_keys_back_eventua
     # When 10 keys are read eventually consistent and the caller keeps what is left (the sweeper)
     items, left = batch_read(client, "t", KEYS[:10], consistent=False, sleep=lambda s: None)  # type: ignore[arg-type]
     # Then after the bounded rounds the nine read come back and the tenth is handed back, not dropped
-    assert (len(client.calls), items, left) == (MAX_ROUNDS, KEYS[:9], KEYS[9:10])
+    assert (len(client.calls), items, left) == (ROUNDS.attempts, KEYS[:9], KEYS[9:10])

@@ -99,7 +99,7 @@ def test_a_reply_lost_after_the_commit_is_retried_with_the_same_key_and_nothing_
     keys = {headers["Idempotency-Key"] for _, _, headers in attempts}
     assert len(attempts) == 2
     assert keys == {outcome.idempotency_key}
-    assert sleeps[-1:] == [TransportRetry().base_delay_seconds]
+    assert sleeps[-1:] == [TransportRetry().base_delay]
     assert not outcome.is_error
     assert outcome.replayed
     assert outcome.document["currentState"] == "simulated"
