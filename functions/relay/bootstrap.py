@@ -18,7 +18,7 @@ from functions.relay.stream import StreamRelay
 from shared import aws
 from shared.clock import utc_now
 from shared.entry_points import Handler
-from shared.keys import SWEEPER_LEASE_KEY
+from shared.keys import sweeper_lease_key
 
 if TYPE_CHECKING:
     from functions.relay.sweeper import OutboxSweeper, SweepLimits
@@ -56,6 +56,7 @@ def sweep_limits(settings: RelaySettings) -> SweepLimits:
         budget_seconds=settings.sweep_budget_seconds,
         initial_lookback_seconds=settings.sweep_initial_lookback_seconds,
         shards=settings.changes_index_shards,
+        lanes=settings.sweep_lanes,
     )
 
 
@@ -74,11 +75,13 @@ def build_sweeper(
     return OutboxSweeper(relay, store, metrics, clock, sweep_limits(settings))
 
 
-def build_sweeper_lease(settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime] = utc_now) -> Leased:
-    """One sweep at a time: the lease is an item of the loans table, the table the sweeper sweeps."""
+def build_sweeper_lease(
+    settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime] = utc_now, lane: int = 0
+) -> Leased:
+    """One sweep of a lane at a time: the lane's lease is an item of the loans table, the table it sweeps."""
     from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease, Leased
 
     client = aws.client("dynamodb", settings.region, settings.aws_endpoint_url)
-    store = DynamoLease(client, settings.loans_table_name, SWEEPER_LEASE_KEY)
+    store = DynamoLease(client, settings.loans_table_name, sweeper_lease_key(lane))
     duration = timedelta(seconds=SWEEPER_TIMEOUT_SECONDS) + CLOCK_SKEW_MARGIN
-    return Leased(store, "sweeper", duration, metrics, clock)
+    return Leased(store, f"sweeper lane {lane}", duration, metrics, clock)

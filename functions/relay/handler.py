@@ -33,9 +33,27 @@ def _stream_handler() -> Handler:
 
 
 @cache
-def _sweeper() -> tuple[OutboxSweeper, Leased]:
-    settings = RelaySettings.from_env(os.environ)
-    return bootstrap.build_sweeper(settings, metrics), bootstrap.build_sweeper_lease(settings, metrics)
+def _settings() -> RelaySettings:
+    return RelaySettings.from_env(os.environ)
+
+
+@cache
+def _sweeper() -> OutboxSweeper:
+    return bootstrap.build_sweeper(_settings(), metrics)
+
+
+@cache
+def _lease(lane: int) -> Leased:
+    return bootstrap.build_sweeper_lease(_settings(), metrics, lane=lane)
+
+
+def sweeper_lane(event: dict[str, Any]) -> int:
+    """The lane a scheduled run sweeps: its schedule's input names it (infra/event_sources.py); an event
+    without one (a one-lane sweeper's, the local runtime's) is lane 0's. Anything else is refused."""
+    lane = event.get("lane", 0)
+    if isinstance(lane, bool) or not isinstance(lane, int):
+        raise ValueError(f"a sweeper lane is an integer, not {lane!r}")
+    return lane
 
 
 @logger.inject_lambda_context
@@ -49,6 +67,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def sweeper_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    sweeper, lease = _sweeper()
-    report: SweepReport | None = lease.run(sweeper.sweep)
+    lane = sweeper_lane(event)
+    logger.append_keys(sweeper_lane=lane)  # every line of the run names its lane (a silent one is the missing)
+    sweeper = _sweeper()
+    report: SweepReport | None = _lease(lane).run(lambda: sweeper.sweep(lane))
     return {"leaseHeld": True} if report is None else asdict(report)

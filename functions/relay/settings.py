@@ -36,3 +36,6 @@ class RelaySettings(BaseSettings):
     # The journey-changes index's shards per event type loans-api writes to (shared/keys.py): the sweeper
     # walks this many, or more if a larger count was ever recorded.
     changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)
+    # The sweeper's lanes (functions/relay/sweeper.py lane_partitions), each scheduled with its lane in its
+    # input (infra/event_sources.py); derived from the target rate (shared/capacity.py).
+    sweep_lanes: int = Field(default=DEFAULT_CAPACITY.sweeper_lanes, ge=1)
