@@ -216,7 +216,8 @@ def _fired(schedule: events.Rule | scheduler.ScheduleGroup, period: Duration) ->
     """The runs `schedule` fired in each `period`: a rule's triggers, or a schedule group's invocation
     attempts (each of its schedules, retries off: one per schedule a period)."""
     if isinstance(schedule, scheduler.ScheduleGroup):
-        return schedule.metric_attempts(statistic="Sum", period=period)
+        attempts: cw.Metric = schedule.metric_attempts(statistic="Sum", period=period)
+        return attempts
     return cw.Metric(namespace="AWS/Events", metric_name="TriggeredRules",
                      dimensions_map={"RuleName": schedule.rule_name}, statistic="Sum", period=period)  # fmt: skip
 
