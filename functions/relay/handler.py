@@ -47,12 +47,15 @@ def _lease(lane: int) -> Leased:
     return bootstrap.build_sweeper_lease(_settings(), metrics, lane=lane)
 
 
-def sweeper_lane(event: dict[str, Any]) -> int:
+def sweeper_lane(event: dict[str, Any], lanes: int) -> int:
     """The lane a scheduled run sweeps: its schedule's input names it (infra/event_sources.py); an event
-    without one (a one-lane sweeper's, the local runtime's) is lane 0's. Anything else is refused."""
+    without one (a one-lane sweeper's, the local runtime's) is lane 0's. Anything but one of the `lanes`
+    is refused before the run takes a lease or reads anything."""
     lane = event.get("lane", 0)
     if isinstance(lane, bool) or not isinstance(lane, int):
         raise ValueError(f"a sweeper lane is an integer, not {lane!r}")
+    if not 0 <= lane < lanes:
+        raise ValueError(f"no lane {lane} among the sweeper's {lanes} lanes")
     return lane
 
 
@@ -67,7 +70,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def sweeper_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    lane = sweeper_lane(event)
+    lane = sweeper_lane(event, _settings().sweep_lanes)
     logger.append_keys(sweeper_lane=lane)  # every line of the run names its lane (a silent one is the missing)
     sweeper = _sweeper()
     report: SweepReport | None = _lease(lane).run(lambda: sweeper.sweep(lane))

@@ -93,11 +93,15 @@ def test_lanes_grow_with_the_target():
 
 
 def test_a_run_sweeps_the_lane_its_schedule_names_and_lane_0_without_one():
-    assert sweeper_lane({"lane": 7}) == 7
-    assert sweeper_lane({"source": "aws.events", "detail-type": "Scheduled Event"}) == 0
+    assert sweeper_lane({"lane": 7}, 8) == 7
+    assert sweeper_lane({"source": "aws.events", "detail-type": "Scheduled Event"}, 1) == 0
     for bad in ("1", 1.0, True, None, [1]):
         with pytest.raises(ValueError, match="integer"):
-            sweeper_lane({"lane": bad})
+            sweeper_lane({"lane": bad}, 8)
+    # A lane outside the count is refused before any lease is taken (no stray lease item per bad input)
+    for outside in (8, -1, 10**12):
+        with pytest.raises(ValueError, match="among the sweeper's 8 lanes"):
+            sweeper_lane({"lane": outside}, 8)
 
 
 def test_each_lane_has_its_own_lease_and_lane_0_keeps_the_one_lane_sweepers():
