@@ -12,6 +12,8 @@ from shared.capacity import (
     INITIAL_PARTITIONS,
     PARTITION_WRITE_UNITS_PER_SECOND,
     Capacity,
+    Workload,
+    sweeper_lane_seconds,
 )
 
 RATES = (1_000, 10_000, 100_000)
@@ -41,6 +43,15 @@ QUOTAS = {
     "sns": Quota(30_000, "messages/s published per account in us-east-1 (adjustable; read from the quotas page "
                  "as remembered: the stored copy did not show the table, verify before relying on it)",
                  "https://docs.aws.amazon.com/general/latest/gr/sns.html"),
+    # Where the sweeper's lanes live (infra/event_sources.py, docs/ARCHITECTURE.md D7).
+    "scheduler": Quota(1_000, "EventBridge Scheduler invocations/s per account (adjustable): the sweeper's "
+                       "lanes invoke once each a minute", "https://docs.aws.amazon.com/scheduler/latest/UserGuide/"
+                       "scheduler-quotas.html"),
+    "rules": Quota(300, "EventBridge rules per event bus (adjustable): fewer than the sweeper's lanes at "
+                   "100,000 journeys/s, which are therefore Scheduler schedules",
+                   "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html"),
+    "template": Quota(500, "resources declared in one CloudFormation template (a sweeper lane is one)",
+                      "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html"),
 }  # fmt: skip
 
 
@@ -84,6 +95,15 @@ def _relay_ceiling(m: Measured, c: Capacity, rate: float) -> float:
     return shards * c.relay_parallelization_factor / seconds
 
 
+def _sweeper_ceiling(m: Measured, c: Capacity, rate: float) -> float:
+    """The rate at which the sweeper's busiest lane fills its whole run (shared/capacity.py
+    sweeper_lane_seconds: linear in the rate, from the planning figures, which AWS would measure)."""
+    w = Workload()
+    fixed = sweeper_lane_seconds(0.0, c.changes_index_shards, c.sweeper_lanes, w)
+    per_journey = sweeper_lane_seconds(1.0, c.changes_index_shards, c.sweeper_lanes, w) - fixed
+    return (w.sweeper_run_seconds - fixed) / per_journey
+
+
 LIMITS = (
     Limit("agent API stage throttle (infra/apis.py)", lambda m, c, r: c.orchestrator_rate / m.agent_commands,
           "`-c targetJourneysPerSecond`"),
@@ -98,10 +118,12 @@ LIMITS = (
           "quota increase"),
     Limit("consumer concurrency (SQS event source)", lambda m, c, r: c.consumer_max_concurrency
           / (m.lambda_seconds("consumer") or 1e-9),
-          "`-c targetJourneysPerSecond` up to the event source's 1,000 batches; past that, code: less time per event"),
+          "`-c targetJourneysPerSecond` up to the event source's 1,000 batches; past that, code: less Lambda time "
+          "per journey (at most 1,000 / the rate: 10 ms at 100,000/s)"),
     Limit("relay: stream shards x parallelization factor", _relay_ceiling,
           "`-c targetJourneysPerSecond` (factor up to 10)"),
     Limit("SNS publish quota", lambda m, c, r: QUOTAS["sns"].value / m.events, "quota increase"),
+    Limit("sweeper: its lanes' runs (planning figures)", _sweeper_ceiling, "`-c targetJourneysPerSecond` (lanes)"),
 )  # fmt: skip
 
 

@@ -10,7 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.limits import LIMITS, QUOTAS, RATES, Measured, first_bottleneck
-from shared.capacity import DEFAULT_CAPACITY, DEFAULT_TARGET_JOURNEYS_PER_SECOND, Workload, derive
+from shared.capacity import (
+    DEFAULT_CAPACITY,
+    DEFAULT_TARGET_JOURNEYS_PER_SECOND,
+    UTILIZATION,
+    Workload,
+    derive,
+    sweeper_lane_seconds,
+)
 
 
 def _journeys(value: float) -> str:
@@ -82,7 +89,11 @@ def report(m: Measured) -> str:
     _settings_table(say)
     _hottest_keys(say, m)
     _storage(say, m)
-    say(SCALE_NOTES)
+    say(
+        SCALE_NOTES.format(
+            sweeper_figures=_sweeper_figures(), lanes_at_top=derive(RATES[-1]).sweeper_lanes, top_rate=RATES[-1]
+        )
+    )
     say("")
     say("## Quotas used")
     say("")
@@ -100,13 +111,16 @@ def _settings_table(say: Callable[[str], None]) -> None:
     say("Settings the target derives (shared/capacity.py; `cdk deploy -c targetJourneysPerSecond=N`):")
     say("")
     say("| target | agent API rate / burst | consumer max concurrency | relay parallelization "
-        "| journey-changes shards per event type |")  # fmt: skip
-    say("|---|---|---|---|---|")
+        "| journey-changes shards per event type | sweeper lanes (busiest lane's run, planning figures) |")  # fmt: skip
+    say("|---|---|---|---|---|---|")
+    w = Workload()
     for rate in (DEFAULT_TARGET_JOURNEYS_PER_SECOND, *map(float, RATES)):
         c = derive(rate)
+        busiest = sweeper_lane_seconds(rate, c.changes_index_shards, c.sweeper_lanes, w)
         say(
             f"| {rate:,.0f} | {c.orchestrator_rate:,} / {c.orchestrator_burst:,} | "
-            f"{c.consumer_max_concurrency} | {c.relay_parallelization_factor} | {c.changes_index_shards} |"
+            f"{c.consumer_max_concurrency} | {c.relay_parallelization_factor} | {c.changes_index_shards} | "
+            f"{c.sweeper_lanes} ({busiest:.1f} s of {w.sweeper_run_seconds:.0f} s) |"
         )
     say("")
     say(
@@ -155,6 +169,15 @@ def _hottest_keys(say: Callable[[str], None], m: Measured) -> None:
         "partition's limit or less, because the target derives the shard count (shared/capacity.py)."
     )
     say("")
+
+
+def _sweeper_figures() -> str:
+    w = Workload()
+    return (
+        f"{w.sweeper_seconds_per_partition * 1000:.0f} ms of bookkeeping per partition, "
+        f"{w.sweeper_seconds_per_event * 1000:.1f} ms per event read (a BatchGetItem of 100 in "
+        f"{w.sweeper_seconds_per_event * 100_000:.0f} ms), a lane's run kept to {UTILIZATION:.0%} of its budget"
+    )
 
 
 def _receipt_units(m: Measured) -> float:
@@ -235,20 +258,22 @@ SCALE_NOTES = """## How to read it, and what is not modelled
   seconds. Receipts are one partition each.
 * **SQS** standard queues have no practical throughput quota; **stream shards** are not a setting (they
   follow the table's partitions), the parallelization factor is.
+* **The sweeper is spread over lanes by the target.** Its partitions (every event type's shards) are dealt
+  out, shard by shard and type by type, to lanes (functions/relay/sweeper.py `lane_partitions`), each an
+  EventBridge Scheduler schedule of its own a minute with its lane in its input, its own lease and the
+  cursors of its own partitions (docs/ARCHITECTURE.md D7). `-c targetJourneysPerSecond` derives the count
+  (shared/capacity.py `sweeper_lanes`) so that the busiest lane's run, a Query and a cursor write per
+  partition plus its events read 100 a call, fits its 40 s with room, from planning figures this machine
+  cannot measure (its calls go to moto): {sweeper_figures}. A lane past its budget
+  goes on from its cursors next run, and the outbox age it reports rises into its alarm; a silent lane is
+  SweeperSilent (its schedule group's attempts against the runs reported).
+* **A template holds 500 resources** (CloudFormation's quotas page). A lane is one resource, its schedule:
+  {lanes_at_top} lanes at {top_rate:,} journeys/s, beside about 120 for the rest of the stack
+  (tests/infra/test_sweeper_lanes.py synthesizes it and holds it under 500). Far past that rate the lanes'
+  schedules would need a stack of their own, which is code.
 * Not modelled: cold-start bursts (Lambda adds 1,000 concurrent executions per function every 10 s),
-  on-demand tables' ramp (double the previous peak within 30 minutes; pre-warm with warm throughput),
-  retries under throttling, and the sweeper's time: one run a minute, in one function, reads every event
-  once, whole, by 100 per call, at most 50,000 per partition (event type and shard) and 40 s per run
-  (functions/relay/settings.py), the partitions furthest behind first. The entries per run grow with the
-  shards; the 40 s do not, and how many events they read is the time of a BatchGetItem in AWS, which this
-  machine cannot measure: past that rate its cursors fall behind (each run goes on from where the last
-  stopped) and the outbox age it reports rises into its alarm, which says so rather than hiding it. No
-  setting spreads one run over more functions yet: that is code (a sweeper per group of shards, each with
-  its lease and its cursors). Its bookkeeping alone grows with the shards, one after the other: a Query
-  and a cursor write per partition a run, 3,200 calls at 400 shards (4 event types), before any event is
-  read. At a few milliseconds a call that is most of the 40 s, and one function reading 100 events a call
-  carries a few thousand journeys/s at most (4 events each): this, not the index, is the ceiling below
-  100,000 that needs code. Per run of the audit, a Query per partition (1,600 at 400 shards) in its 120 s;
+  on-demand tables' ramp (double the previous peak within 30 minutes; pre-warm with warm throughput) and
+  retries under throttling. Per run of the audit, a Query per partition (1,600 at 400 shards) in its 120 s;
   `saga status`, as many, and at most 400,000 entries read whole."""
 
 

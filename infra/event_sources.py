@@ -1,15 +1,19 @@
 """How road 2 is driven: the stream feeds the relay (outbox INSERTs only), the queue feeds the
-consumer, a schedule runs the sweeper, each as shared/topology.py declares it. Partial batch failures
-everywhere."""
+consumer, a schedule per lane runs the sweeper, each as shared/topology.py declares it. Partial batch
+failures everywhere."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+import json
+
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
 from infra.functions import SagaFunctions, schedule
@@ -62,8 +66,50 @@ class EventSources(Construct):
                 max_concurrency=capacity.consumer_max_concurrency,
             )
         )
-        purpose = "Republish stale outbox events and report the outbox's age"
-        self.sweep_schedule = run_every(self, "SweepSchedule", schedule(topology.SWEEPER), functions.sweeper, purpose)
+        self.sweep_lanes = self._sweep_lanes(functions.sweeper, capacity.sweeper_lanes)
+
+    def _sweep_lanes(self, sweeper: lambda_.IFunction, lanes: int) -> scheduler.ScheduleGroup:
+        """An EventBridge Scheduler schedule per lane of the sweeper (functions/relay/sweeper.py
+        lane_partitions), each invoking it with its lane in its input, in a group of their own: the group's
+        invocation attempts are the runs scheduled, which the SweeperSilent alarm counts against the runs
+        that reported (infra/observability.py). Schedules, not EventBridge rules: an event bus holds 300
+        rules by default and the lanes at 100,000 journeys/s are more (docs/ARCHITECTURE.md D7). A run that
+        cannot be delivered is not retried and not kept past the period: the lane's next run is due by then."""
+        # Nothing is kept in a group but its schedules: it goes with the stack (retained, its name would be
+        # taken when the stack is deployed again).
+        group = scheduler.ScheduleGroup(self, "SweepLanes", removal_policy=RemovalPolicy.DESTROY)
+        stack = Stack.of(self)
+        role = iam.Role(
+            self,
+            "SweepLanesRole",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com").with_conditions(
+                {"StringEquals": {"aws:SourceAccount": stack.account}}
+            ),
+            description="Lets the sweeper's lane schedules invoke the sweeper (and nothing else)",
+        )
+        # Invoke on the sweeper's ARN exactly (the L2 target would grant its versions too, `arn:*`).
+        role.add_to_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[sweeper.function_arn]))
+        period = schedule(topology.SWEEPER)
+        for lane in range(lanes):
+            lane_schedule = scheduler.CfnSchedule(
+                self,
+                f"SweepLane{lane}",
+                schedule_expression=f"rate({topology.SWEEPER.schedule_minutes} minute"
+                f"{'' if topology.SWEEPER.schedule_minutes == 1 else 's'})",
+                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+                group_name=group.schedule_group_name,
+                target=scheduler.CfnSchedule.TargetProperty(
+                    arn=sweeper.function_arn,
+                    role_arn=role.role_arn,
+                    input=json.dumps({"lane": lane}),
+                    retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
+                        maximum_retry_attempts=0, maximum_event_age_in_seconds=int(period.to_seconds())
+                    ),
+                ),
+                description=f"Sweeper lane {lane} of {lanes}: republish its partitions' stale outbox events",
+            )
+            lane_schedule.node.add_dependency(role)
+        return group
 
 
 def run_every(

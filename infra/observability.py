@@ -15,6 +15,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
@@ -43,8 +44,8 @@ class Watched:
     dlq: sqs.Queue
     relay_failures: sqs.Queue
     relay: lambda_.Function
-    # The schedules of the sweeper and the auditor, by service.
-    schedules: dict[str, events.Rule]
+    # The schedules of the sweeper (a group of one per lane) and the auditor (a rule), by service.
+    schedules: dict[str, events.Rule | scheduler.ScheduleGroup]
 
 
 def saga_metric(namespace: str, service: str, name: str, statistic: str = "Sum") -> cw.Metric:
@@ -117,15 +118,15 @@ class Observability(Construct):
             ),
         )
         # Missing data cannot say "stopped": before the first run it only means "not yet". A silent run is
-        # one the schedule fired (EventBridge's TriggeredRules) that reported nothing (the metric every
-        # run emits): a new deploy has neither, a throttled, crashing or stuck run has the first only.
+        # one the schedule fired (EventBridge's TriggeredRules; for the sweeper's lanes, their schedule
+        # group's invocation attempts, one per lane a period) that reported nothing (the metric every run
+        # emits, one sample per run whatever its lane): a new deploy has neither, a throttled, crashing or
+        # stuck run has the first only. So one silent lane among many is a period short every period.
         for service, reported, period in (
             (names.SWEEPER, oldest_pending, PERIOD),
             (names.AUDITOR, metric(names.AUDITOR, names.JOURNEYS_AUDITED), AUDIT_PERIOD),
         ):
-            rule = w.schedules[service]
-            fired = cw.Metric(namespace="AWS/Events", metric_name="TriggeredRules",
-                              dimensions_map={"RuleName": rule.rule_name}, statistic="Sum", period=period)  # fmt: skip
+            fired = _fired(w.schedules[service], period)
             # What the silence alarm reads is charted too: an operator sees which side stopped.
             self.dashboard.add_widgets(
                 cw.GraphWidget(title=f"{service} runs: scheduled vs reported", width=12, left=[
@@ -143,7 +144,8 @@ class Observability(Construct):
                 0,
                 f"The {service}'s schedule fired and no run reported, {SILENT_PERIODS[service]} periods in a row: "
                 f"its runs are throttled, failing before they report, or stuck. Read the {service} function's "
-                "logs and its Errors and Throttles alarms.",
+                "logs (a sweeper run's lines carry its `sweeper_lane`: the lane missing is the silent one) and "
+                "its Errors and Throttles alarms.",
                 periods=SILENT_PERIODS[service],
             )
         alarms.api_health(self._alarm, {name: api.api for name, api in w.apis.items()})
@@ -208,6 +210,16 @@ class Observability(Construct):
         alarm.add_alarm_action(action)
         alarm.add_ok_action(action)
         self.alarms[construct_id] = alarm
+
+
+def _fired(schedule: events.Rule | scheduler.ScheduleGroup, period: Duration) -> cw.Metric:
+    """The runs `schedule` fired in each `period`: a rule's triggers, or a schedule group's invocation
+    attempts (each of its schedules, retries off: one per schedule a period)."""
+    if isinstance(schedule, scheduler.ScheduleGroup):
+        attempts: cw.Metric = schedule.metric_attempts(statistic="Sum", period=period)
+        return attempts
+    return cw.Metric(namespace="AWS/Events", metric_name="TriggeredRules",
+                     dimensions_map={"RuleName": schedule.rule_name}, statistic="Sum", period=period)  # fmt: skip
 
 
 def _metric(series: board.Series, w: Watched, namespace: str) -> cw.IMetric:

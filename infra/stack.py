@@ -127,6 +127,7 @@ class LoanSagaStack(Stack):
             loans_table_name=data.loans.table_name,
             events_topic_arn=messaging.topic.topic_arn,
             changes_index_shards=shards,
+            sweep_lanes=capacity.sweeper_lanes,
         )
         for outbox_worker in (fns.relay, fns.sweeper):
             configure(outbox_worker, outbox_settings)
@@ -148,7 +149,7 @@ class LoanSagaStack(Stack):
             self, "Observability", key=messaging.key, alarm_email=alarm_email,
             watched=Watched(functions=functions, apis={"orchestrator": orchestrator_api, "loans": loans_api},
                             queue=messaging.queue, dlq=messaging.dlq, relay_failures=messaging.relay_failures,
-                            relay=fns.relay, schedules={names.SWEEPER: road_2.sweep_schedule,
+                            relay=fns.relay, schedules={names.SWEEPER: road_2.sweep_lanes,
                                                         names.AUDITOR: audit.schedule}),
         )  # fmt: skip
 

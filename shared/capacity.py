@@ -1,5 +1,6 @@
 """Settings derived from a target rate of journeys per second: the agent API's throttle, the
-consumer's concurrency, the relay's parallelization factor and the journey-changes index's shards. The CDK app
+consumer's concurrency, the relay's parallelization factor, the journey-changes index's shards and the sweeper's
+lanes. The CDK app
 takes the target as `-c targetJourneysPerSecond=N` (docs/SCALE.md); bench/scale.py finds what breaks
 first at a rate, from the benchmark's measured costs and AWS's quotas. Pure: no AWS, no CDK."""
 
@@ -37,6 +38,16 @@ class Workload:
     # Events of the most frequent type (a journey simulates twice): one journey-changes index entry each,
     # one write unit each (keys only), all on that type's partitions of the index.
     hottest_event_type_events: int = 2
+    # The sweeper (functions/relay/sweeper.py), one run a minute per lane. Planning figures for a lane's run
+    # in AWS, which this machine cannot measure (its calls go to moto): the bookkeeping of one partition of
+    # the journey-changes index (its Query and its cursor's write, ~10 ms each) and the reading of one event
+    # (a BatchGetItem of 100 small items, ~20 ms, read eventually consistent: a fifth of a millisecond each).
+    sweeper_seconds_per_partition: float = 0.02
+    sweeper_seconds_per_event: float = 0.0002
+    sweeper_run_seconds: float = 40.0  # a run's wall-time budget (functions/relay/settings.py sweep_budget_seconds)
+    sweeper_period_seconds: float = 60.0  # how often each lane runs (shared/topology.py SWEEPER)
+    # The event types, each with its shards in the index (shared/events.py KNOWN_EVENT_TYPES).
+    event_types: int = 4
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,41 @@ class Capacity:
     # Partitions per event type of the journey-changes index (shared/keys.py changes_partition): enough
     # that the most frequent type's entries stay at half a partition's write units.
     changes_index_shards: int
+    # The sweeper's lanes: each a scheduled run of its own, with its own lease, walking its own partitions
+    # (functions/relay/sweeper.py lane_partitions), enough that a lane's bookkeeping plus its reading takes
+    # at most half its run (see `sweeper_lanes`).
+    sweeper_lanes: int = 1
+
+
+def sweeper_lane_seconds(rate: float, shards: int, lanes: int, w: Workload) -> float:
+    """The busiest lane's run at `rate`: for each of its partitions, the bookkeeping, and the reading of
+    the events written there in a period. The partitions are dealt over the lanes one by one, shard by
+    shard, type by type (functions/relay/sweeper.py lane_partitions), so a lane holds at most
+    ceil(partitions / lanes) of them, and with a lane count coprime with the types at most
+    ceil(shards / lanes) of the most frequent type's (whose partitions hold its share of the events; the
+    other types share the rest): the busiest lane holds as many of those as it can."""
+    partitions = shards * w.event_types
+    held = math.ceil(partitions / lanes)
+    hot = min(held, math.ceil(shards / lanes))
+    hot_events = rate * w.hottest_event_type_events * w.sweeper_period_seconds / shards
+    other_events = (rate * (w.events - w.hottest_event_type_events) * w.sweeper_period_seconds
+                    / (shards * (w.event_types - 1)))  # fmt: skip
+    reading = (hot * hot_events + (held - hot) * other_events) * w.sweeper_seconds_per_event
+    return held * w.sweeper_seconds_per_partition + reading
+
+
+def sweeper_lanes(rate: float, shards: int, w: Workload) -> int:
+    """How many lanes the sweeper needs: the fewest, coprime with the number of event types (so that each
+    type's shards spread over every lane alike), whose busiest lane's run (`sweeper_lane_seconds`: its
+    partitions' bookkeeping plus their reading) takes at most UTILIZATION of a run's budget. 1 at the
+    default target (one lane: the sweeper as it always ran); at most one lane per partition."""
+    budget = w.sweeper_run_seconds * UTILIZATION
+    lanes = 1
+    while lanes < shards * w.event_types and (
+        math.gcd(lanes, w.event_types) != 1 or sweeper_lane_seconds(rate, shards, lanes, w) > budget
+    ):
+        lanes += 1
+    return lanes
 
 
 def derive(target_journeys_per_second: float, workload: Workload | None = None) -> Capacity:
@@ -62,13 +108,15 @@ def derive(target_journeys_per_second: float, workload: Workload | None = None) 
     stream_shards = max(INITIAL_PARTITIONS, rate * w.loans_table_write_units / PARTITION_WRITE_UNITS_PER_SECOND)
     per_shard = rate * w.events / stream_shards * w.relay_seconds_per_event / UTILIZATION
     hottest_units = rate * w.hottest_event_type_events  # an index entry is one write unit (keys only, < 1 KB)
+    shards = max(1, math.ceil(hottest_units / (PARTITION_WRITE_UNITS_PER_SECOND * UTILIZATION)))
     return Capacity(
         target_journeys_per_second=rate,
         orchestrator_rate=api_rate,
         orchestrator_burst=2 * api_rate,
         consumer_max_concurrency=min(1000, max(2, consumers)),  # SQS event source: 2..1,000
         relay_parallelization_factor=min(10, max(1, math.ceil(per_shard))),  # streams: 1..10
-        changes_index_shards=max(1, math.ceil(hottest_units / (PARTITION_WRITE_UNITS_PER_SECOND * UTILIZATION))),
+        changes_index_shards=shards,
+        sweeper_lanes=sweeper_lanes(rate, shards, w),
     )
 
 

@@ -25,7 +25,16 @@ _SEQ_WIDTH = 10
 # The sweeper's lease (shared/lease.py) and cursors (functions/relay/sweeper.py) live in the table it
 # sweeps, in partitions of their own: no journey's, not an event (the stream's filter and the relay pass
 # them by), in no index (they have no `type` and no `eventId`).
-SWEEPER_LEASE_KEY = {"pk": "LEASE#sweeper", "sk": "LEASE"}
+SWEEPER_LEASE_KEY = {"pk": "LEASE#sweeper", "sk": "LEASE"}  # lane 0's: the one lease of a one-lane sweeper
+
+
+def sweeper_lease_key(lane: int) -> dict[str, str]:
+    """The lease of the sweeper's lane `lane` (functions/relay/sweeper.py lane_partitions): one per lane, so
+    two runs of a lane never overlap while the lanes run side by side. Lane 0's is the key a sweeper of one
+    lane always used, so a run of the previous deploy and one of this still exclude each other."""
+    return SWEEPER_LEASE_KEY if lane == 0 else {"pk": SWEEPER_LEASE_KEY["pk"], "sk": f"LEASE#{lane}"}
+
+
 SWEEPER_CURSOR_PK = "SWEEPER#cursor"  # one item per partition of the changes index, `sk` its name
 # The journey-changes index's shard count in use (shared/tables.py): the highest loans-api (before its first
 # write under a count above 1) or any sweeper run was configured with (shared/outbox.py

@@ -49,12 +49,13 @@ LEASE_HELD = "LeaseHeld"  # a scheduled run that found another run holding its l
 
 # Metrics written only when what they count happens (none is a healthy reading): `saga verify` does not
 # ask a new deployment for them. Lambda sends Throttles only for a throttled invocation; EventBridge sends
-# TriggeredRules, and the audit JourneysAudited, only once a schedule has fired (up to one period after a
-# deploy).
+# TriggeredRules (EventBridge Scheduler InvocationAttemptCount, the sweeper's lanes), and the audit
+# JourneysAudited, only once a schedule has fired (up to one period after a deploy).
 ON_OCCURRENCE = frozenset(
     {
         JOURNEYS_AUDITED,
         "TriggeredRules",
+        "InvocationAttemptCount",
         IDEMPOTENT_REPLAYS,
         COMPENSATIONS,
         EVENTS_DEDUPLICATED,

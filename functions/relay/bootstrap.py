@@ -9,7 +9,7 @@ from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Metrics
+from aws_lambda_powertools import Logger, Metrics
 
 from functions.relay.outbox_store import DynamoOutboxStore
 from functions.relay.publisher import EventPublisher, SnsPublisher
@@ -19,7 +19,7 @@ from functions.relay.stream import StreamRelay
 from shared import aws
 from shared.clock import utc_now
 from shared.entry_points import Handler
-from shared.keys import SWEEPER_LEASE_KEY
+from shared.keys import sweeper_lease_key
 
 if TYPE_CHECKING:
     from functions.relay.sweeper import OutboxSweeper, SweepLimits
@@ -66,23 +66,43 @@ def build_sweeper(
     return OutboxSweeper(relay, store, metrics, clock, sweep_limits(settings))
 
 
-def build_sweeper_lease(settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime] = utc_now) -> Leased:
-    """One sweep at a time: the lease is an item of the loans table, the table the sweeper sweeps."""
+def build_sweeper_lease(
+    settings: RelaySettings, metrics: Metrics, clock: Callable[[], datetime] = utc_now, lane: int = 0
+) -> Leased:
+    """One sweep of a lane at a time: the lane's lease is an item of the loans table, the table it sweeps."""
     from shared.lease import CLOCK_SKEW_MARGIN, DynamoLease, Leased
 
     client = aws.client("dynamodb", settings.region, settings.aws_endpoint_url)
-    store = DynamoLease(client, settings.loans_table_name, SWEEPER_LEASE_KEY)
+    store = DynamoLease(client, settings.loans_table_name, sweeper_lease_key(lane))
     duration = timedelta(seconds=SWEEPER_TIMEOUT_SECONDS) + CLOCK_SKEW_MARGIN
-    return Leased(store, "sweeper", duration, metrics, clock)
+    return Leased(store, f"sweeper lane {lane}", duration, metrics, clock)
+
+
+def sweeper_lane(event: dict[str, Any], lanes: int) -> int:
+    """The lane a scheduled run sweeps: its schedule's input names it (infra/event_sources.py); an event
+    without one (a one-lane sweeper's, the local runtime's) is lane 0's. Anything but one of the `lanes`
+    is refused before the run takes a lease or reads anything."""
+    lane = event.get("lane", 0)
+    if isinstance(lane, bool) or not isinstance(lane, int):
+        raise ValueError(f"a sweeper lane is an integer, not {lane!r}")
+    if not 0 <= lane < lanes:
+        raise ValueError(f"no lane {lane} among the sweeper's {lanes} lanes")
+    return lane
 
 
 def build_sweep_handler(settings: RelaySettings, metrics: Metrics) -> Handler:
-    """The sweeper's Lambda handler: each run under the sweeper's lease (a run that finds it held does
-    nothing), answering its report."""
-    sweeper, lease = build_sweeper(settings, metrics), build_sweeper_lease(settings, metrics)
+    """The sweeper's Lambda handler: each run sweeps the lane its schedule names, under that lane's lease
+    (a run that finds it held does nothing), answering its report."""
+    sweeper = build_sweeper(settings, metrics)
+    logger = Logger()  # the function's (the entry's shell made it first); its keys are every line's
+    leases: dict[int, Leased] = {}
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        report = lease.run(sweeper.sweep)
+        lane = sweeper_lane(event, settings.sweep_lanes)
+        logger.append_keys(sweeper_lane=lane)  # every line of the run names its lane (a silent one is the missing)
+        if lane not in leases:
+            leases[lane] = build_sweeper_lease(settings, metrics, lane=lane)
+        report = leases[lane].run(lambda: sweeper.sweep(lane))
         return {"leaseHeld": True} if report is None else asdict(report)
 
     return handle

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from pydantic import Field
+
 from shared import topology
+from shared.capacity import DEFAULT_CAPACITY
 from shared.settings import LoansTableSettings
 
 # The sweeper's function timeout (infra deploys it): a run can last no longer, so its lease
@@ -29,3 +32,6 @@ class RelaySettings(LoansTableSettings):
     # upgraded from the pending index had its older events swept by the sweeper it replaces).
     sweep_initial_lookback_seconds: float = 24 * 3600
     sweep_margin_seconds: float = LATE_COMMIT_MARGIN_SECONDS
+    # The sweeper's lanes (functions/relay/sweeper.py lane_partitions), each scheduled with its lane in its
+    # input (infra/event_sources.py); derived from the target rate (shared/capacity.py).
+    sweep_lanes: int = Field(default=DEFAULT_CAPACITY.sweeper_lanes, ge=1)

@@ -37,6 +37,13 @@ by time), and the sweeper walks each partition from a cursor it keeps in the loa
   cursor and revisits stay, and count): the next run takes it first.
 
 The cursor is saved only forward (a conditional write): two overlapping runs never move it back.
+
+* The partitions are dealt out to lanes (`lane_partitions`; their count, `sweep_lanes`, derived from the
+  target rate by shared/capacity.py: 1 at the default). Each lane is a run of its own, scheduled with its
+  lane in its input, under a lease of its own (shared/keys.py sweeper_lease_key): two runs of one lane never
+  overlap, and no two lanes walk the same partition. A partition's lane depends only on its shard and its
+  type, so a change of the lane count between deploys moves partitions between lanes with their cursors
+  (one item per partition), and none is left out.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ from shared.batch_read import BATCH_GET_LIMIT, batch_read
 from shared.capacity import DEFAULT_CAPACITY
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
-from shared.keys import CHANGES_SHARDS_KEY, SWEEPER_CURSOR_PK, changes_partitions
+from shared.keys import CHANGES_SHARDS_KEY, SWEEPER_CURSOR_PK, changes_partition, changes_partitions
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -75,6 +82,24 @@ PARTITIONS = changes_partitions(KNOWN_EVENT_TYPES, DEFAULT_CAPACITY.changes_inde
 def partitions(shards: int) -> tuple[str, ...]:
     """Every partition of the changes index under `shards` shards per event type."""
     return changes_partitions(KNOWN_EVENT_TYPES, shards)
+
+
+def lane_partitions(shards: int, lanes: int, lane: int) -> tuple[str, ...]:
+    """The partitions lane `lane` of `lanes` walks under `shards` shards per event type. They are dealt out
+    shard by shard, type by type: the partition of type i (of the sorted types) and shard s is the
+    (s x types + i)-th, and goes to lane (s x types + i) mod lanes. Its lane depends on its shard, its type
+    and the lane count only, never on the shard count: every partition is in exactly one lane, and a raised
+    or lowered shard count moves none. With a lane count coprime with the number of types (shared/capacity.py
+    derives one), each type's shards spread evenly over the lanes."""
+    if not 0 <= lane < lanes:
+        raise ValueError(f"no lane {lane!r} among {lanes} lanes (0 .. {lanes - 1})")
+    types = sorted(KNOWN_EVENT_TYPES)
+    return tuple(
+        changes_partition(event_type, shard)
+        for shard in range(shards)
+        for i, event_type in enumerate(types)
+        if (shard * len(types) + i) % lanes == lane
+    )
 
 
 @dataclass(frozen=True, order=True)
@@ -135,6 +160,7 @@ class SweepReport:
     unreadable: int = 0
     revisits: int = 0  # items kept to read again next run
     cursor_held: bool = False  # a revisit list was full: the cursor waits (nothing is dropped)
+    lane: int = 0  # the lane this run swept (lane_partitions)
 
 
 @dataclass
@@ -171,6 +197,7 @@ class SweepLimits:
     budget_seconds: float
     initial_lookback_seconds: float
     shards: int = 1  # the changes index's shards per event type loans-api is configured with
+    lanes: int = 1  # the lanes the partitions are dealt out to (`lane_partitions`), each a run of its own
 
 
 class OutboxSweeper:
@@ -190,7 +217,11 @@ class OutboxSweeper:
         self._limits = limits
         self._elapsed = elapsed
 
-    def sweep(self) -> SweepReport:
+    def sweep(self, lane: int = 0) -> SweepReport:
+        """One run of lane `lane`: its partitions only (`lane_partitions`)."""
+        lanes = self._limits.lanes
+        if not 0 <= lane < lanes:
+            raise ValueError(f"no lane {lane!r} among the sweeper's {lanes} lanes")
         now = self._clock()
         deadline = self._elapsed() + self._limits.budget_seconds
         horizon = event_ids.lower_bound(now - timedelta(seconds=self._limits.threshold_seconds))
@@ -198,7 +229,7 @@ class OutboxSweeper:
         recorded = self._store.recorded_shards()
         if self._limits.shards > recorded:
             self._store.record_shards(self._limits.shards)
-        walked = self._store.cursors(partitions(max(recorded, self._limits.shards))).values()
+        walked = self._store.cursors(lane_partitions(max(recorded, self._limits.shards), lanes, lane)).values()
         # The furthest behind first (never walked: first of all), so that a run out of time leaves the
         # partitions it reached last time for the next, not the same ones every run.
         skipped = 0
@@ -214,7 +245,7 @@ class OutboxSweeper:
         if skipped:
             logger.warning("sweep out of time before some partitions: the next run takes them first",
                            extra={"partitions_left": skipped})  # fmt: skip
-        return self._report(now, tally)
+        return self._report(now, tally, lane)
 
     def _unreached(self, cursor: Cursor, now: datetime, tally: _Tally) -> None:
         """A partition this run had no time for: its cursor and revisits stay as saved, its revisits count
@@ -332,7 +363,7 @@ class OutboxSweeper:
                 continue
             settled.add(entry)
 
-    def _report(self, now: datetime, tally: _Tally) -> SweepReport:
+    def _report(self, now: datetime, tally: _Tally, lane: int) -> SweepReport:
         # An event committed while this sweep runs is younger than `now`: its age is 0, not negative.
         oldest_age = 0.0 if tally.oldest is None else max(0.0, (now - tally.oldest).total_seconds())
         self._metrics.add_metric(name=names.PENDING_OUTBOX_COUNT, unit=MetricUnit.Count, value=tally.pending)
@@ -341,7 +372,7 @@ class OutboxSweeper:
         )
         self._relay.count_unreadable(tally.unreadable)
         report = SweepReport(tally.pending, oldest_age, tally.republished, tally.failed, len(tally.unreadable),
-                             tally.revisits, tally.cursor_held)  # fmt: skip
+                             tally.revisits, tally.cursor_held, lane)  # fmt: skip
         if tally.republished or tally.failed:
             logger.warning("republished stale outbox events", extra=report.__dict__)
         return report

@@ -331,7 +331,8 @@ class LocalRuntime:
             return read
 
         def sweep() -> int:
-            sweeper(scheduled_event(c.region), None)
+            for lane in range(relay_settings.sweep_lanes):  # each lane's schedule, in turn (1 lane by default)
+                sweeper({**scheduled_event(c.region), "lane": lane}, None)
             consumer_loop.nudge()  # whatever it republished
             return 0
 

@@ -20,7 +20,7 @@ from infra import packaging
 from shared import metric_names as names
 from shared import topology
 from shared.lease import CLOCK_SKEW_MARGIN
-from tests.infra.template import by_logical_prefix, of_type
+from tests.infra.template import by_logical_prefix, of_type, scheduled_targets
 
 # The quota a new account may start with (Service Quotas, "Concurrent executions"): the stack must deploy
 # and run in it.
@@ -232,13 +232,12 @@ def test_scheduled_runs_are_not_retried_and_expire_within_their_period(deployed)
     or audit overlaps the next scheduled one, which comes within the period anyway."""
     configs = {c["Properties"]["FunctionName"]["Ref"]: c["Properties"]
                for c in of_type(deployed, "AWS::Lambda::EventInvokeConfig").values()}  # fmt: skip
-    rules = of_type(deployed, "AWS::Events::Rule")
-    assert len(rules) == 2
-    for rule in (r["Properties"] for r in rules.values()):
-        period = {"rate(1 minute)": 60, "rate(5 minutes)": 300}[rule["ScheduleExpression"]]
-        [target] = rule["Targets"]
-        assert target["RetryPolicy"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": period}
-        config = configs[target["Arn"]["Fn::GetAtt"][0]]
+    targets = scheduled_targets(deployed)
+    assert len({t["function"] for t in targets}) == 2, targets  # the sweeper's lanes and the audit
+    for target in targets:
+        period = {"rate(1 minute)": 60, "rate(5 minutes)": 300}[target["expression"]]
+        assert target["retry"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": period}, target
+        config = configs[target["function"]]
         assert (config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (0, period)
         assert 60 <= period <= 21600
 
@@ -269,12 +268,13 @@ def test_the_orchestrator_answers_within_api_gateways_29_seconds_even_cold(deplo
 
 # What the AWS metrics the alarms read are named in their services' docs: Lambda (monitoring-metrics.html),
 # SQS (sqs-available-cloudwatch-metrics.html), API Gateway (api-gateway-metrics-and-dimensions.html),
-# EventBridge (eb-monitoring.html).
+# EventBridge (eb-monitoring.html), EventBridge Scheduler (scheduler/latest/UserGuide/monitoring-cloudwatch.html).
 AWS_METRICS = {
     "AWS/Lambda": {"Errors", "Throttles", "Duration", "IteratorAge", "Invocations"},
     "AWS/SQS": {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"},
     "AWS/ApiGateway": {"5XXError", "4XXError", "Latency"},
     "AWS/Events": {"TriggeredRules"},
+    "AWS/Scheduler": {"InvocationAttemptCount"},
 }
 # Where each service's metrics are emitted (Powertools' `service` dimension: the function's package).
 EMITTERS = {names.LOANS_API: "loans_api", names.ORCHESTRATOR: "orchestrator", names.RELAY: "relay",

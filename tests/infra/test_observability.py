@@ -98,12 +98,20 @@ def test_a_silent_sweeper_or_auditor_is_an_alarm_after_a_few_scheduled_runs(reso
     # Given the alarm on "scheduled, but did not report"
     silent = alarm(resources, f"{service}Silent")
     metrics = {m["Id"]: m for m in silent["Metrics"]}
-    # Then it counts the schedule's firings (EventBridge) against the runs' reports, several periods in a row
-    assert metrics["fired"]["MetricStat"]["Metric"]["MetricName"] == "TriggeredRules"
-    assert metrics["fired"]["MetricStat"]["Metric"]["Namespace"] == "AWS/Events"
-    schedule = {"Sweeper": "EventSourcesSweepSchedule", "Auditor": "AuditAuditSchedule"}[service]
-    [rule] = [k for k in of_type(resources, "AWS::Events::Rule") if k.startswith(schedule)]
-    assert metrics["fired"]["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "RuleName", "Value": {"Ref": rule}}]
+    # Then it counts the schedules' firings (the audit's rule; every lane of the sweeper, their schedule group)
+    # against the runs' reports (one sample a run, whatever its lane), several periods in a row
+    fired = metrics["fired"]["MetricStat"]["Metric"]
+    if service == "Auditor":
+        [rule] = [k for k in of_type(resources, "AWS::Events::Rule") if k.startswith("AuditAuditSchedule")]
+        assert (fired["Namespace"], fired["MetricName"]) == ("AWS/Events", "TriggeredRules")
+        assert fired["Dimensions"] == [{"Name": "RuleName", "Value": {"Ref": rule}}]
+    else:
+        [group] = [g["Properties"]["Name"] for g in of_type(resources, "AWS::Scheduler::ScheduleGroup").values()]
+        lanes = [s["Properties"] for s in of_type(resources, "AWS::Scheduler::Schedule").values()]
+        assert {lane["GroupName"] for lane in lanes} == {group}, f"a lane outside the alarm's group: {lanes}"
+        assert (fired["Namespace"], fired["MetricName"]) == ("AWS/Scheduler", "InvocationAttemptCount")
+        assert fired["Dimensions"] == [{"Name": "ScheduleGroup", "Value": group}]
+    assert metrics["fired"]["MetricStat"]["Stat"] == "Sum"
     assert metrics["reported"]["MetricStat"]["Stat"] == "SampleCount"
     assert metrics["reported"]["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "service", "Value": service.lower()}]
     assert "FILL(fired, 0) - FILL(reported, 0)" in json.dumps(silent["Metrics"])

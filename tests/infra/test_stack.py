@@ -16,7 +16,7 @@ from saga.local.resources import table_definition
 from shared import capacity, entry_points, tables, topology
 from shared import metric_names as names
 from shared.tables import EVENTS_DLQ, EVENTS_QUEUE, JOURNEYS_TABLE, LOANS_TABLE
-from tests.infra.template import by_logical_prefix, of_type, stage_of
+from tests.infra.template import by_logical_prefix, of_type, scheduled_targets, stage_of
 
 # -- data ------------------------------------------------------------------------------------
 
@@ -262,7 +262,8 @@ def test_the_queue_feeds_the_consumer_with_partial_failures_and_bounded_concurre
 
 
 def test_the_sweeper_runs_on_a_schedule(template):
-    template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
+    # One lane at the default target (tests/infra/test_sweeper_lanes.py: more at higher targets)
+    template.has_resource_properties("AWS::Scheduler::Schedule", {"ScheduleExpression": "rate(1 minute)"})
 
 
 def test_scheduled_runs_are_never_retried_nor_kept_past_their_period(resources):
@@ -274,13 +275,13 @@ def test_scheduled_runs_are_never_retried_nor_kept_past_their_period(resources):
         for k in of_type(resources, "AWS::Lambda::Function")
         if k.startswith(("FunctionsSweeper", "FunctionsAuditor"))
     )
-    for rule in of_type(resources, "AWS::Events::Rule").values():
-        [target] = rule["Properties"]["Targets"]
-        assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
-        period = 60 if rule["Properties"]["ScheduleExpression"] == "rate(1 minute)" else 300
-        assert target["RetryPolicy"]["MaximumEventAgeInSeconds"] == period
-        assert configs[target["Arn"]["Fn::GetAtt"][0]] == {
-            "FunctionName": {"Ref": target["Arn"]["Fn::GetAtt"][0]}, "Qualifier": "$LATEST",
+    targets = scheduled_targets(resources)
+    assert {t["function"] for t in targets} == set(configs), f"scheduled: {targets}"
+    for target in targets:
+        period = 60 if target["expression"] == "rate(1 minute)" else 300
+        assert target["retry"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": period}, target
+        assert configs[target["function"]] == {
+            "FunctionName": {"Ref": target["function"]}, "Qualifier": "$LATEST",
             "MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": period}  # fmt: skip
 
 

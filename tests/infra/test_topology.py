@@ -16,7 +16,7 @@ from saga.local.runtime import events_poller, function_pool, relay_stream_poller
 from shared import topology
 from shared.keys import EVENT_PREFIX, event_sk
 from shared.topology import Function
-from tests.infra.template import of_type
+from tests.infra.template import of_type, scheduled_targets
 
 PER_FUNCTION = sorted(topology.FUNCTIONS.values(), key=lambda f: f.service)
 
@@ -147,13 +147,9 @@ def test_the_events_queue_outlasts_six_consumer_timeouts(resources):
 def test_each_scheduled_function_runs_on_its_declared_schedule(resources, declared):
     # Given a scheduled function, When the stack's rules are read, Then one invokes it at the declared rate
     logical_id, _ = _deployed_function(resources, declared)
-    [rule] = [
-        r["Properties"]
-        for r in of_type(resources, "AWS::Events::Rule").values()
-        if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [logical_id, "Arn"]}
-    ]
+    expressions = {t["expression"] for t in scheduled_targets(resources) if t["function"] == logical_id}
     minutes = declared.schedule_minutes
-    assert rule["ScheduleExpression"] == f"rate({minutes} minute{'s' if minutes != 1 else ''})"
+    assert expressions == {f"rate({minutes} minute{'s' if minutes != 1 else ''})"}, expressions
 
 
 def test_saga_status_judges_the_outbox_by_the_alarms_threshold(resources):

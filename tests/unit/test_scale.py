@@ -44,3 +44,14 @@ def test_the_changes_index_carries_the_target_it_is_sized_for_at_half_a_partitio
 def test_a_target_rate_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
         derive(0)
+
+
+@pytest.mark.parametrize("rate", [1_000, 10_000, 100_000])
+def test_the_sweeper_sized_for_a_target_carries_it_with_its_lanes(rate):
+    # Given the stack sized for `rate`: its lanes' runs carry more than the rate (the busiest lane within
+    # its whole run), so the sweeper is not among what is left short
+    short = first_bottleneck(MEASURED, derive(rate), rate)
+    assert not [name for name, _, _ in short if "sweeper" in name], f"short: {short}"
+    # And with the default's one lane it is short at such a rate, and the lanes are what move it
+    [(name, _, moved)] = [s for s in first_bottleneck(MEASURED, DEFAULT_CAPACITY, rate) if "sweeper" in s[0]]
+    assert moved == "`-c targetJourneysPerSecond` (lanes)", (name, moved)
