@@ -85,18 +85,19 @@ def _proxy_problem(status: int, slug: str, title: str, detail: str) -> dict[str,
     }
 
 
-def unreadable(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A ready 400 when the body is not JSON these APIs read (malformed, nested deeper than
-    `json_input.MAX_DEPTH`, NaN/Infinity), else None. Call after `not_utf8`."""
+def read(event: Mapping[str, Any]) -> tuple[dict[str, Any] | None, json_input.Parsed | None]:
+    """The first guard's answer that refuses `event` (body size, media type, encoding, JSON that cannot
+    be read exactly: `json_input.loads`), or None and the body as parsed (None: no body). Each guard
+    takes time linear in the body's size (bench/input_guard.py); the body is parsed here only."""
+    refused = too_large(event) or not_json(event) or not_utf8(event)
     body = event.get("body")
-    if not body:
-        return None
+    if refused is not None or not body:
+        return refused, None
     text = base64.b64decode(body).decode("utf-8") if event.get("isBase64Encoded") else str(body)
     try:
-        json_input.loads(text)
+        return None, json_input.Parsed(text, json_input.loads(text))
     except json_input.UnreadableJson as error:
-        return _proxy_problem(400, "malformed-json", "Malformed JSON", error.detail)
-    return None
+        return _proxy_problem(400, "malformed-json", "Malformed JSON", error.detail), None
 
 
 def with_canonical_media_type(event: dict[str, Any]) -> dict[str, Any]:
@@ -114,15 +115,19 @@ def with_canonical_media_type(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The first guard's answer that refuses `event` (body size, media type, encoding, JSON that cannot
-    be read exactly), else None. Each takes time linear in the body's size (bench/input_guard.py)."""
-    return too_large(event) or not_json(event) or not_utf8(event) or unreadable(event)
+    """The first guard's answer that refuses `event`, else None (`read`)."""
+    return read(event)[0]
 
 
 def guarded(app: APIGatewayRestResolver) -> Handler:
-    """The app's resolve, behind the guards that answer before any parsing (`refusal`)."""
+    """The app's resolve, behind the guards that answer before any parsing (`read`); the resolver reads
+    the body the guards parsed (`json_input.body`), not a second parse."""
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return refusal(event) or app.resolve(with_canonical_media_type(event), context)
+        refused, body = read(event)
+        if refused is not None:
+            return refused
+        with json_input.parsed(body):
+            return app.resolve(with_canonical_media_type(event), context)
 
     return handle
