@@ -240,7 +240,8 @@ def test_a_resolver_without_the_guard_still_reads_the_body(monkeypatch):
     # When a simulate reaches the resolver directly
     body = b'{"amount":10000,"termMonths":12}'
     event = proxy_event("POST", f"/journeys/{journey}/simulate", {"Content-Type": "application/json"}, body)
-    answer = create_app(system.service).resolve(event, LambdaContextStub("orchestrator"))
+    context: Any = LambdaContextStub("orchestrator")
+    answer = create_app(system.service).resolve(event, context)
     # Then the resolver parses it itself, once
     assert answer["statusCode"] == 200, answer
     assert texts.count(body.decode()) == 1, texts
