@@ -157,16 +157,9 @@ class JourneyService:
         if existing is not None and agent_key is not None:
             replay = existing.replay_for(agent_key.request_hash)
             self._count_replay()
-            return Answer(replay.status, render_json(self._as_it_stands(replay.body)), replayed=True)
+            return Answer(replay.status, render_json(self._created_as_it_stands(replay.body)), replayed=True)
         logger.info("journey created", extra={"journey_id": record.journeyId})
         return Answer(201, body)
-
-    def _as_it_stands(self, recorded: str) -> ControlRecord:
-        """The journey a recorded answer names, as it stands now (D2): the receipt's record was the journey
-        when it was created, and its `availableActions` were legal then, not since it moved on. A live
-        record may be behind loans-api (replies lost, road 2 not there yet): it catches up first."""
-        record = self.get(str(json.loads(recorded)["journeyId"]))
-        return record if state_machine.is_terminal(record.currentState) else self._catch_up(record)
 
     def simulate(self, journey_id: str, amount: Decimal, term_months: int, agent_key: AgentKey | None) -> Answer:
         """With the agent's key, loans-api's receipt of that key answers a repeat before any effect,
@@ -265,13 +258,7 @@ class JourneyService:
                 raise refusal(error, command, record, target) from error
             record = self._applier.apply(committed.event, "reply", current=record).record
             if committed.replayed:
-                # A receipt answers with the event it recorded, which may be older than the ledger
-                # (the acceptance it recorded may have been cancelled since): answer with the truth.
-                record = self._catch_up(record)
-                if command in state_machine.SETTLED_BY and not state_machine.is_settled(record.currentState, command):
-                    raise undone(command, record, target)
-                if not names_current(record, command, target):
-                    raise stale(command, record, target, "it was replaced since")
+                record = self._command_as_it_stands(record, command, target)
             logger.info(
                 "event applied by reply",
                 extra={
@@ -284,6 +271,29 @@ class JourneyService:
             )
             return self._answer(record, committed.by_earlier_request)
         raise StoreContention(f"journey {journey_id} kept changing while '{command}' was decided; retrying is safe")
+
+    # -- what a replay answers (D2): the journey as it stands now, not as the receipt recorded it -----
+
+    def _created_as_it_stands(self, recorded: str) -> ControlRecord:
+        """A repeated createJourney: the journey its recorded answer names, as it stands now: the receipt's
+        record was the journey when it was created, and its `availableActions` were legal then, not since
+        it moved on. A live record may be behind loans-api (replies lost, road 2 not there yet): it catches
+        up first."""
+        record = self.get(str(json.loads(recorded)["journeyId"]))
+        return record if state_machine.is_terminal(record.currentState) else self._catch_up(record)
+
+    def _command_as_it_stands(self, record: ControlRecord, command: Command, target: str) -> ControlRecord:
+        """A command loans-api answered from its receipt (shared/idempotency.py `Receipt.replay_for`): the
+        receipt's event may be older than the ledger (the acceptance it recorded may have been cancelled
+        since), so the answer is the record caught up with the truth; 409 when what the command did was
+        undone since, or what it named was replaced. Sent with `Idempotent-Replayed: true` only when an
+        earlier request made the receipt (LoansGateway's `by_earlier_request`)."""
+        record = self._catch_up(record)
+        if command in state_machine.SETTLED_BY and not state_machine.is_settled(record.currentState, command):
+            raise undone(command, record, target)
+        if not names_current(record, command, target):
+            raise stale(command, record, target, "it was replaced since")
+        return record
 
     def _gate(self, record: ControlRecord, command: Command) -> ControlRecord:
         """The record to decide `command` on. A live record may be behind loans-api (replies lost, road 2
