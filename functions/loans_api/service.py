@@ -79,7 +79,7 @@ class LoansService:
         metrics: Metrics,
         clock: Callable[[], datetime],
         receipt_ttl_seconds: int,
-        max_simulations: int = domain.MAX_SIMULATIONS,
+        max_simulations: int = domain.QUOTE_CAP,
         max_conflict_retries: int = 8,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
