@@ -86,19 +86,10 @@ Named = Callable[[], str]
 Checked = Callable[[], object]
 
 
-@dataclass(frozen=True)
-class Decided:
-    """A command as it is sent: the record it was decided on, what the agent named (the simulationId or
-    acceptanceId; empty for simulate and cancel), and the agent request it belongs to (`origin`, the
-    same for every attempt and decision of one request)."""
-
-    record: ControlRecord
-    named: str
-    origin: str
-
-
-# Sends one loans-api command; returns what it committed (or had committed).
-Send = Callable[[Decided], Committed]
+# Sends one loans-api command decided on a record, naming what the agent named (the simulationId or
+# acceptanceId; empty for simulate and cancel), for the agent request it belongs to (its origin, the same
+# for every attempt and decision of one request); returns what loans-api committed (or had committed).
+Send = Callable[[ControlRecord, str, str], Committed]
 # A command is decided at most this often in one request (each time on a record caught up with a ledger
 # that moved): beyond that the journey is too busy, and the agent is told to retry.
 MAX_DECISIONS = 6
@@ -169,7 +160,7 @@ class JourneyService:
             return self._run(
                 journey_id,
                 "simulate",
-                lambda d: self._loans.create_simulation(d.record, nonce, amount, term_months, d.origin),
+                lambda record, _, origin: self._loans.create_simulation(record, nonce, amount, term_months, origin),
                 gate=agent_key is None,
             )
         except DomainError as error:
@@ -191,22 +182,12 @@ class JourneyService:
         """Accepts exactly the quote the agent names, if loans-api's ledger says it is the journey's
         current one; a quote re-priced meanwhile is never accepted in the agent's name (409
         stale-simulation with the current quote)."""
-        return self._run(
-            journey_id,
-            "accept",
-            lambda d: self._loans.create_acceptance(d.record, d.named, d.origin),
-            named=simulation_id,
-        )
+        return self._run(journey_id, "accept", self._loans.create_acceptance, named=simulation_id)
 
     def disburse(self, journey_id: str, acceptance_id: Named) -> Answer:
         """Pays exactly the acceptance the agent names (its quote's amount), if it is the journey's current
         one; loans-api disburses a journey once, ever."""
-        return self._run(
-            journey_id,
-            "disburse",
-            lambda d: self._loans.create_disbursement(d.record, d.named, d.origin),
-            named=acceptance_id,
-        )
+        return self._run(journey_id, "disburse", self._loans.create_disbursement, named=acceptance_id)
 
     def cancel(self, journey_id: str, body: Checked) -> Answer:
         """loans-api cancels the journey and whatever is active in it, in one transaction; every
@@ -216,7 +197,9 @@ class JourneyService:
             body()
             return ""
 
-        return self._run(journey_id, "cancel", lambda d: self._loans.cancel_journey(d.record, d.origin), named=checked)
+        return self._run(
+            journey_id, "cancel", lambda record, _, origin: self._loans.cancel_journey(record, origin), named=checked
+        )
 
     # -- the one shape of every loans-backed command -------------------------------------------
 
@@ -245,7 +228,7 @@ class JourneyService:
             return self._settled(record, command, target)
         for decision in range(MAX_DECISIONS):
             try:
-                committed = send(Decided(record, target, origin))
+                committed = send(record, target, origin)
             except (LedgerMoved, BusinessRuleViolated) as error:
                 # loans-api's ledger refused it: the journey moved (another command, a late commit, a
                 # record behind the truth). Catch up; then decide again, or say what is legal now.
