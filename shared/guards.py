@@ -3,7 +3,8 @@
 A body over 64 KiB (413), one sent as anything but `application/json` (415), one that is not UTF-8
 text, or JSON these APIs do not read exactly (too deep, NaN, malformed: 400) is answered here as a
 problem document, never by a parser that would raise into a 500. `guarded` puts them in front of a
-resolver: the handler every API Gateway function of this system runs.
+resolver: the handler every API Gateway function of this system runs. The body is parsed here, once:
+the resolver reads back the value (`shared/json_input.py` `body`).
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ def refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def guarded(app: APIGatewayRestResolver) -> Handler:
-    """The app's resolve, behind the guards that answer before any parsing (`read`); the resolver reads
-    the body the guards parsed (`json_input.body`), not a second parse."""
+    """The app's resolve, behind the guards (`read`), which answer before the resolver runs and parse
+    the body once: the resolver reads back the value they parsed (`json_input.body`)."""
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         refused, body = read(event)
