@@ -65,18 +65,6 @@ def not_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def not_utf8(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A ready 400 when the body is not UTF-8 text (JSON must be), else None."""
-    body = event.get("body")
-    if not body or not event.get("isBase64Encoded"):
-        return None
-    try:
-        base64.b64decode(body).decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
-        return _proxy_problem(400, "malformed-json", "Malformed JSON", "the request body is not UTF-8 text")
-    return None
-
-
 def _proxy_problem(status: int, slug: str, title: str, detail: str) -> dict[str, Any]:
     return {
         "statusCode": status,
@@ -87,14 +75,18 @@ def _proxy_problem(status: int, slug: str, title: str, detail: str) -> dict[str,
 
 
 def read(event: Mapping[str, Any]) -> tuple[dict[str, Any] | None, json_input.Parsed | None]:
-    """The first guard's answer that refuses `event` (body size, media type, encoding, JSON that cannot
-    be read exactly: `json_input.loads`), or None and the body as parsed (None: no body). Each guard
-    takes time linear in the body's size (bench/input_guard.py); the body is parsed here only."""
-    refused = too_large(event) or not_json(event) or not_utf8(event)
+    """The first guard's answer that refuses `event` (body size, media type, a body that is not UTF-8
+    text, JSON that cannot be read exactly: `json_input.loads`), or None and the body as parsed (None: no
+    body). Each guard takes time linear in the body's size (bench/input_guard.py); the body is decoded
+    and parsed here only."""
+    refused = too_large(event) or not_json(event)
     body = event.get("body")
     if refused is not None or not body:
         return refused, None
-    text = base64.b64decode(body).decode("utf-8") if event.get("isBase64Encoded") else str(body)
+    try:
+        text = base64.b64decode(body).decode("utf-8") if event.get("isBase64Encoded") else str(body)
+    except (ValueError, UnicodeDecodeError):
+        return _proxy_problem(400, "malformed-json", "Malformed JSON", "the request body is not UTF-8 text"), None
     try:
         return None, json_input.Parsed(text, json_input.loads(text))
     except json_input.UnreadableJson as error:

@@ -22,7 +22,7 @@ from functions.orchestrator.models import SimulateRequest
 from saga.local.apigw import LambdaContextStub, proxy_event
 from shared import json_input
 from shared.entry_points import Handler
-from shared.guards import MAX_BODY_BYTES, guarded
+from shared.guards import MAX_BODY_BYTES, guarded, refusal
 from shared.json_input import _STRING, MAX_DEPTH, UnreadableJson, depth, loads
 
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (SimulateRequest, SimulationRequest)
@@ -245,3 +245,17 @@ def test_a_resolver_without_the_guard_still_reads_the_body(monkeypatch):
     # Then the resolver parses it itself, once
     assert answer["statusCode"] == 200, answer
     assert texts.count(body.decode()) == 1, texts
+
+
+@pytest.mark.parametrize(
+    "encoded", [base64.b64encode(b'{"amount": "\xff"}').decode(), "not base64!"], ids=["latin-1", "not-base64"]
+)
+def test_a_body_that_is_not_utf8_text_is_refused_by_the_guard(encoded):
+    # Given a base64 body (as API Gateway passes bytes) that does not decode to UTF-8 text
+    event = {"body": encoded, "isBase64Encoded": True, "headers": {"Content-Type": "application/json"}}
+    # When the guard reads it
+    refused = refusal(event)
+    # Then it is a 400 saying so, before any parse
+    assert refused is not None, "the guard let a body through that is not UTF-8 text"
+    problem = json.loads(refused["body"])
+    assert (refused["statusCode"], problem["detail"]) == (400, "the request body is not UTF-8 text"), problem
