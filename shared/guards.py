@@ -3,7 +3,8 @@
 A body over 64 KiB (413), one sent as anything but `application/json` (415), one that is not UTF-8
 text, or JSON these APIs do not read exactly (too deep, NaN, malformed: 400) is answered here as a
 problem document, never by a parser that would raise into a 500. `guarded` puts them in front of a
-resolver: the handler every API Gateway function of this system runs.
+resolver: the handler every API Gateway function of this system runs. The body is parsed here, once:
+the resolver reads back the value (`shared/json_input.py` `body`).
 """
 
 from __future__ import annotations
@@ -64,18 +65,6 @@ def not_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def not_utf8(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A ready 400 when the body is not UTF-8 text (JSON must be), else None."""
-    body = event.get("body")
-    if not body or not event.get("isBase64Encoded"):
-        return None
-    try:
-        base64.b64decode(body).decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
-        return _proxy_problem(400, "malformed-json", "Malformed JSON", "the request body is not UTF-8 text")
-    return None
-
-
 def _proxy_problem(status: int, slug: str, title: str, detail: str) -> dict[str, Any]:
     return {
         "statusCode": status,
@@ -85,18 +74,23 @@ def _proxy_problem(status: int, slug: str, title: str, detail: str) -> dict[str,
     }
 
 
-def unreadable(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A ready 400 when the body is not JSON these APIs read (malformed, nested deeper than
-    `json_input.MAX_DEPTH`, NaN/Infinity), else None. Call after `not_utf8`."""
+def read(event: Mapping[str, Any]) -> tuple[dict[str, Any] | None, json_input.Parsed | None]:
+    """The first guard's answer that refuses `event` (body size, media type, a body that is not UTF-8
+    text, JSON that cannot be read exactly: `json_input.loads`), or None and the body as parsed (None: no
+    body). Each guard takes time linear in the body's size (bench/input_guard.py); the body is decoded
+    and parsed here only."""
+    refused = too_large(event) or not_json(event)
     body = event.get("body")
-    if not body:
-        return None
-    text = base64.b64decode(body).decode("utf-8") if event.get("isBase64Encoded") else str(body)
+    if refused is not None or not body:
+        return refused, None
     try:
-        json_input.loads(text)
+        text = base64.b64decode(body).decode("utf-8") if event.get("isBase64Encoded") else str(body)
+    except (ValueError, UnicodeDecodeError):
+        return _proxy_problem(400, "malformed-json", "Malformed JSON", "the request body is not UTF-8 text"), None
+    try:
+        return None, json_input.Parsed(text, json_input.loads(text))
     except json_input.UnreadableJson as error:
-        return _proxy_problem(400, "malformed-json", "Malformed JSON", error.detail)
-    return None
+        return _proxy_problem(400, "malformed-json", "Malformed JSON", error.detail), None
 
 
 def with_canonical_media_type(event: dict[str, Any]) -> dict[str, Any]:
@@ -114,15 +108,19 @@ def with_canonical_media_type(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The first guard's answer that refuses `event` (body size, media type, encoding, JSON that cannot
-    be read exactly), else None. Each takes time linear in the body's size (bench/input_guard.py)."""
-    return too_large(event) or not_json(event) or not_utf8(event) or unreadable(event)
+    """The first guard's answer that refuses `event`, else None (`read`)."""
+    return read(event)[0]
 
 
 def guarded(app: APIGatewayRestResolver) -> Handler:
-    """The app's resolve, behind the guards that answer before any parsing (`refusal`)."""
+    """The app's resolve, behind the guards (`read`), which answer before the resolver runs and parse
+    the body once: the resolver reads back the value they parsed (`json_input.body`)."""
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return refusal(event) or app.resolve(with_canonical_media_type(event), context)
+        refused, body = read(event)
+        if refused is not None:
+            return refused
+        with json_input.parsed(body):
+            return app.resolve(with_canonical_media_type(event), context)
 
     return handle

@@ -149,11 +149,15 @@ class Receipt:
         key = values.get("idempotencyKey") or str(values["pk"]).removeprefix(RECEIPT_PREFIX)
         return cls(key, values["requestHash"], int(values["status"]), body, origin and str(origin))
 
-    def replay_for(self, request_hash: str) -> Receipt:
-        """This receipt, if it records the same request; IdempotencyKeyReused otherwise."""
+    def replay_for(self, request_hash: str) -> Answer:
+        """What a replay answers on loans-api's side (D2): the recorded status and body, byte for byte,
+        marked replayed, with the request that made the receipt (ORIGIN_HEADER), whatever the journey did
+        since (the orchestrator answers its own replays with the journey as it stands now:
+        functions/orchestrator/service.py `_command_as_it_stands`). IdempotencyKeyReused when the receipt records
+        a different request."""
         if request_hash != self.request_hash:
             # Never the key itself: a receipt's key is an internal scope (caller, operation, key).
             raise IdempotencyKeyReused(
                 f"this {HEADER} was already used for a different request; send a new key for a new request"
             )
-        return self
+        return Answer(self.status, self.body, replayed=True, origin=self.origin)

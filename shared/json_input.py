@@ -13,6 +13,9 @@ found and times them; tests/unit/test_json_input.py asserts how each is answered
 - A name twice in one object (`{"amount": 500, "amount": 100000}`) is refused: RFC 8259 section 4
   leaves which one counts to each reader, so two readers of one request could see two amounts (I-JSON,
   RFC 7493 section 2.3, forbids them).
+
+A body is parsed once per request: the guard in front of the resolver parses it (`shared/guards.py`),
+and the resolver reads that value back (`body`), not a second parse.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from itertools import accumulate
 from typing import Any
@@ -107,3 +112,35 @@ def loads(text: str | bytes) -> Any:
         raise UnreadableJson(f"the request body is not valid JSON ({error.msg} at character {error.pos})") from None
     except RecursionError:  # only if the depth scan were wrong: still the client's input, still 400
         raise UnreadableJson(f"the body nests arrays and objects deeper than {MAX_DEPTH} levels") from None
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A request body's text and the value `loads` read from it."""
+
+    text: str
+    value: Any
+
+
+# The body the guard parsed for the request this thread serves (a context variable: the local runtime
+# serves requests on several threads at once).
+_PARSED: ContextVar[Parsed | None] = ContextVar("parsed_body", default=None)
+
+
+@contextmanager
+def parsed(body: Parsed | None) -> Iterator[None]:
+    """While the block runs, `body` answers this thread's reads of its text (the request's resolve)."""
+    token = _PARSED.set(body)
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
+
+
+def body(text: str | bytes) -> Any:
+    """The resolver's reader of a request body: the value the guard parsed from this text (`parsed`),
+    else `loads` (a resolver called without the guard in front)."""
+    known = _PARSED.get()
+    if known is not None and known.text == text:
+        return known.value
+    return loads(text)

@@ -66,8 +66,8 @@ def respond(answer: Answer) -> Response[str]:
 
 
 def new_resolver() -> Resolver:
-    """A resolver for either API: request validation on, bodies parsed by `json_input.loads` (exact
-    decimals), problem+json for every error."""
-    app = Resolver(enable_validation=True, json_body_deserializer=json_input.loads)
+    """A resolver for either API: request validation on, bodies read by `json_input.body` (the guard's
+    parse, exact decimals: `shared/guards.py`), problem+json for every error."""
+    app = Resolver(enable_validation=True, json_body_deserializer=json_input.body)
     problems.install(app)
     return app

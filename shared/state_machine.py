@@ -1,14 +1,13 @@
 """The loan journey as data: states, agent commands, transitions. Pure: no I/O, no logging.
 
 The same table answers two questions:
-- may the agent issue this command now (`is_allowed`, `available_actions`)?
+- may the agent issue this command now (`is_allowed`, `allowed_commands`)?
 - may an event move a Control Record from one state to another (`can_reach`)? Events are projected
   from snapshots and may skip states (out of order, lost replies), so the gate is reachability.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
@@ -38,15 +37,6 @@ TRANSITIONS: dict[tuple[LoanState, Command], LoanState] = {
 SETTLED_BY: dict[Command, LoanState] = {"accept": "accepted", "disburse": "disbursed", "cancel": "cancelled"}
 
 
-@dataclass(frozen=True)
-class Action:
-    """A HATEOAS link: what the agent may do next and how."""
-
-    name: Command
-    method: str
-    href: str
-
-
 def is_terminal(state: LoanState) -> bool:
     return state in TERMINAL_STATES
 
@@ -62,13 +52,6 @@ def is_settled(state: LoanState, command: Command) -> bool:
 
 def allowed_commands(state: LoanState) -> tuple[Command, ...]:
     return tuple(command for command in COMMANDS if is_allowed(state, command))
-
-
-def available_actions(state: LoanState, journey_href: str) -> tuple[Action, ...]:
-    """Every legal next command from `state`, as links under `journey_href`."""
-    return tuple(
-        Action(name=command, method="POST", href=f"{journey_href}/{command}") for command in allowed_commands(state)
-    )
 
 
 @cache

@@ -108,9 +108,10 @@ class Change:
 
 
 ACTIVE, SUPERSEDED, CANCELLED = "ACTIVE", "SUPERSEDED", "CANCELLED"
-# Quotes one journey may have (loans-api's setting `max_simulations_per_journey` defaults to it): it
-# bounds the journey's history, and so every read of it.
-MAX_SIMULATIONS = 100
+# The quote cap: quotes one journey may have (loans-api's setting `max_simulations_per_journey`
+# defaults to it): it bounds the journey's history, and so every read of it. `create_simulation` refuses
+# a quote past it, and its transaction holds it (`Requirements.quotes_below`).
+QUOTE_CAP = 100
 
 
 def _event(ledger: Ledger, event_type: EventType, snapshot: LoanSnapshot, now: datetime) -> LoanEvent:
@@ -135,7 +136,7 @@ def _with_event(body: dict[str, Any], event: LoanEvent) -> dict[str, Any]:
 
 
 def create_simulation(
-    ledger: Ledger, amount: Decimal, term_months: int, now: datetime, limit: int = MAX_SIMULATIONS
+    ledger: Ledger, amount: Decimal, term_months: int, now: datetime, limit: int = QUOTE_CAP
 ) -> Change:
     """Price a loan and make it the active simulation: the previous one is superseded and an active
     acceptance is cancelled by the same event (the compensation lives inside the command, so no other

@@ -79,7 +79,7 @@ class LoansService:
         metrics: Metrics,
         clock: Callable[[], datetime],
         receipt_ttl_seconds: int,
-        max_simulations: int = domain.MAX_SIMULATIONS,
+        max_simulations: int = domain.QUOTE_CAP,
         max_conflict_retries: int = 8,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -170,7 +170,7 @@ class LoansService:
                 return Answer(change.status_code, body, replayed=False)
             if outcome.status is CommitStatus.REPLAY:
                 if outcome.receipt is not None:
-                    return self._replayed(outcome.receipt.replay_for(request_hash))
+                    return self._replayed(outcome.receipt, request_hash)
                 return self._replay_or_raise(request, request_hash, StoreContention("receipt vanished"))
             if outcome.status is CommitStatus.VIOLATED:
                 return self._replay_or_raise(
@@ -183,10 +183,11 @@ class LoansService:
     def _replay_or_raise(self, request: KeyedRequest, request_hash: str, error: DomainError) -> Answer:
         receipt = self._store.get_receipt(request.key)
         if receipt is not None:
-            return self._replayed(receipt.replay_for(request_hash))
+            return self._replayed(receipt, request_hash)
         raise error
 
-    def _replayed(self, receipt: Receipt) -> Answer:
+    def _replayed(self, receipt: Receipt, request_hash: str) -> Answer:
+        answer = receipt.replay_for(request_hash)
         self._metrics.add_metric(name=names.IDEMPOTENT_REPLAYS, unit=MetricUnit.Count, value=1)
         logger.info("idempotent replay", extra={"idempotency_key": receipt.key})
-        return Answer(receipt.status, receipt.body, replayed=True, origin=receipt.origin)
+        return answer

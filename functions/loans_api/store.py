@@ -35,6 +35,9 @@ _RECEIPT, _JOURNEY = 0, 1
 # its absence, so "one disbursement per journey, ever" holds on this permanent item, whatever the
 # receipts (they expire) or the item's snapshot say.
 DISBURSED_MARK = "disbursementId"
+# The one-disbursement condition (D1), on every command's journey item after its first command
+# (`_conditions`); the domain refuses a second disbursement before it (`domain.create_disbursement`).
+NEVER_DISBURSED = f"attribute_not_exists({DISBURSED_MARK})"
 
 
 class DynamoLoanStore:
@@ -187,7 +190,7 @@ def _conditions(seq: int, requires: Requirements) -> tuple[str, dict[str, Any]]:
     snapshot = "#last.#snapshot"
     # A journey disbursed before the mark existed says so in its state alone: both are checked.
     ended = f"{snapshot}.#state IN (:cancelled, :disbursed)"
-    clauses = ["seq = :seq", f"attribute_not_exists({DISBURSED_MARK})", f"NOT ({ended})"]
+    clauses = ["seq = :seq", NEVER_DISBURSED, f"NOT ({ended})"]
     values: dict[str, Any] = {":seq": seq, ":cancelled": "cancelled", ":disbursed": "disbursed"}
     if requires.simulation_id is not None:
         clauses.append(f"{snapshot}.simulation.simulationId = :simulation")

@@ -91,13 +91,17 @@ def _turn(event: Mapping[str, Any]) -> Any:
 
 def idempotency_key(event: Mapping[str, Any]) -> str:
     """The key of this action: the same for every invocation of the same action in the same turn."""
+    return _key(event, arguments(event.get("parameters")), _body(event))
+
+
+def _key(event: Mapping[str, Any], parameters: dict[str, Any], body: dict[str, Any] | None) -> str:
     action = {
         "session": event.get("sessionId"),
         "turn": _turn(event),
         "actionGroup": event.get("actionGroup"),
         "operation": [event.get("httpMethod"), event.get("apiPath")],
-        "parameters": arguments(event.get("parameters")),
-        "body": _body(event),
+        "parameters": parameters,
+        "body": body,
     }
     digest = hashlib.sha256(json.dumps(action, sort_keys=True, default=str).encode()).hexdigest()
     return f"bedrock-{digest[:48]}"
@@ -121,18 +125,21 @@ def request(event: Mapping[str, Any], caller: str) -> dict[str, Any]:
             f"the agent calls as the agent, so set sessionState.sessionAttributes.{USER_ATTRIBUTE} in InvokeAgent "
             "(the model cannot set it); each user then lists only the journeys created in their sessions"
         )
+    # The action's parameters and body are read once; the body goes on as JSON text, which the
+    # orchestrator's guard parses (once: shared/guards.py).
+    parameters, body = arguments(event.get("parameters")), _body(event)
+    key = _key(event, parameters, body)
     path, query = template, {}
-    for name, value in arguments(event.get("parameters")).items():
+    for name, value in parameters.items():
         placeholder = "{" + name + "}"
         if placeholder in path:
             # (a lone surrogate, which UTF-8 cannot spell, is quoted as its bytes: the API refuses them in words)
             path = path.replace(placeholder, quote(str(value), safe="", errors="surrogatepass"))
         else:
             query[name] = str(value)
-    body = _body(event)
     headers = {"Content-Type": JSON, "Accept": JSON}
     if method.upper() == "POST":
-        headers[KEY_HEADER] = idempotency_key(event)
+        headers[KEY_HEADER] = key
     return {
         "resource": "/{proxy+}",
         "path": path,
@@ -148,7 +155,7 @@ def request(event: Mapping[str, Any], caller: str) -> dict[str, Any]:
             "httpMethod": method.upper(),
             "path": path,
             "stage": "bedrock",
-            "requestId": idempotency_key(event),
+            "requestId": key,
             "identity": {"userArn": caller, "caller": caller, "sourceIp": "bedrock.amazonaws.com"},
         },
         "body": None if body is None else json.dumps(body),

@@ -15,7 +15,7 @@ from uuid6 import uuid7
 
 from functions.orchestrator import bedrock
 from functions.orchestrator.api import create_app
-from functions.orchestrator.deadline import RequestDeadline
+from functions.orchestrator.deadline import APPLY_RESERVE_SECONDS, DYNAMO_BUDGET, RequestDeadline
 from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.service import JourneyService, JourneyStore
@@ -28,13 +28,6 @@ from shared.entry_points import Handler
 from shared.guards import guarded
 from shared.loans_client import HttpRequester, http_loans_client
 from shared.problems import problem_body
-
-# The orchestrator's own DynamoDB calls get a small budget: each call is started only if its worst
-# case fits the request's deadline (tests/integration/test_deadline.py runs every command's worst case).
-DYNAMO_BUDGET = aws.AwsCallBudget(connect_timeout=0.2, read_timeout=0.4, max_attempts=2)
-# After loans-api answered, the request still applies the event: a CAS write and, if it lost, a read
-# and a second write. A loans-api attempt is started only if it leaves this much.
-APPLY_RESERVE_SECONDS = 2 * DYNAMO_BUDGET.worst_case_seconds()
 
 
 def retry_policy(settings: OrchestratorSettings) -> RetryPolicy:

@@ -1,8 +1,10 @@
 """One time budget per request (D8): every loans-api attempt, every retry's sleep and every DynamoDB
 call of a request draws on the same deadline, taken from the Lambda context. A step that cannot fit
 in what is left is not started: the agent gets 503 `retryable: true` before the function (or API
-Gateway, 29 s) times out and answers with a bare 502/504 instead. The function's timeout, and why it
-is API Gateway's less a cold init: shared/topology.py `ORCHESTRATOR`."""
+Gateway, 29 s) times out and answers with a bare 502/504 instead. Each step's worst case is here
+(a DynamoDB call's, what applying an answer needs) but a loans-api attempt's, which its timeouts set
+(functions/orchestrator/bootstrap.py `loans_attempt_seconds`). The function's timeout, and why it is
+API Gateway's less a cold init: shared/topology.py `ORCHESTRATOR`."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from shared import aws
 from shared.errors import UpstreamUnavailable
 
 if TYPE_CHECKING:
@@ -19,6 +22,12 @@ if TYPE_CHECKING:
 # Kept back from the Lambda's remaining time for what follows the last budgeted step: rendering the
 # answer and returning it.
 RESPONSE_MARGIN_SECONDS = 0.5
+# The orchestrator's own DynamoDB calls get a small budget: each call is started only if its worst
+# case fits the request's deadline (tests/integration/test_deadline.py runs every command's worst case).
+DYNAMO_BUDGET = aws.AwsCallBudget(connect_timeout=0.2, read_timeout=0.4, max_attempts=2)
+# After loans-api answered, the request still applies the event: a CAS write and, if it lost, a read
+# and a second write. A loans-api attempt is started only if it leaves this much.
+APPLY_RESERVE_SECONDS = 2 * DYNAMO_BUDGET.worst_case_seconds()
 
 ClientT = TypeVar("ClientT", bound="BaseClient")
 

@@ -86,19 +86,10 @@ Named = Callable[[], str]
 Checked = Callable[[], object]
 
 
-@dataclass(frozen=True)
-class Decided:
-    """A command as it is sent: the record it was decided on, what the agent named (the simulationId or
-    acceptanceId; empty for simulate and cancel), and the agent request it belongs to (`origin`, the
-    same for every attempt and decision of one request)."""
-
-    record: ControlRecord
-    named: str
-    origin: str
-
-
-# Sends one loans-api command; returns what it committed (or had committed).
-Send = Callable[[Decided], Committed]
+# Sends one loans-api command decided on a record, naming what the agent named (the simulationId or
+# acceptanceId; empty for simulate and cancel), for the agent request it belongs to (its origin, the same
+# for every attempt and decision of one request); returns what loans-api committed (or had committed).
+Send = Callable[[ControlRecord, str, str], Committed]
 # A command is decided at most this often in one request (each time on a record caught up with a ledger
 # that moved): beyond that the journey is too busy, and the agent is told to retry.
 MAX_DECISIONS = 6
@@ -157,16 +148,9 @@ class JourneyService:
         if existing is not None and agent_key is not None:
             replay = existing.replay_for(agent_key.request_hash)
             self._count_replay()
-            return Answer(replay.status, render_json(self._as_it_stands(replay.body)), replayed=True)
+            return Answer(replay.status, render_json(self._created_as_it_stands(replay.body)), replayed=True)
         logger.info("journey created", extra={"journey_id": record.journeyId})
         return Answer(201, body)
-
-    def _as_it_stands(self, recorded: str) -> ControlRecord:
-        """The journey a recorded answer names, as it stands now (D2): the receipt's record was the journey
-        when it was created, and its `availableActions` were legal then, not since it moved on. A live
-        record may be behind loans-api (replies lost, road 2 not there yet): it catches up first."""
-        record = self.get(str(json.loads(recorded)["journeyId"]))
-        return record if state_machine.is_terminal(record.currentState) else self._catch_up(record)
 
     def simulate(self, journey_id: str, amount: Decimal, term_months: int, agent_key: AgentKey | None) -> Answer:
         """With the agent's key, loans-api's receipt of that key answers a repeat before any effect,
@@ -176,7 +160,7 @@ class JourneyService:
             return self._run(
                 journey_id,
                 "simulate",
-                lambda d: self._loans.create_simulation(d.record, nonce, amount, term_months, d.origin),
+                lambda record, _, origin: self._loans.create_simulation(record, nonce, amount, term_months, origin),
                 gate=agent_key is None,
             )
         except DomainError as error:
@@ -198,22 +182,12 @@ class JourneyService:
         """Accepts exactly the quote the agent names, if loans-api's ledger says it is the journey's
         current one; a quote re-priced meanwhile is never accepted in the agent's name (409
         stale-simulation with the current quote)."""
-        return self._run(
-            journey_id,
-            "accept",
-            lambda d: self._loans.create_acceptance(d.record, d.named, d.origin),
-            named=simulation_id,
-        )
+        return self._run(journey_id, "accept", self._loans.create_acceptance, named=simulation_id)
 
     def disburse(self, journey_id: str, acceptance_id: Named) -> Answer:
         """Pays exactly the acceptance the agent names (its quote's amount), if it is the journey's current
         one; loans-api disburses a journey once, ever."""
-        return self._run(
-            journey_id,
-            "disburse",
-            lambda d: self._loans.create_disbursement(d.record, d.named, d.origin),
-            named=acceptance_id,
-        )
+        return self._run(journey_id, "disburse", self._loans.create_disbursement, named=acceptance_id)
 
     def cancel(self, journey_id: str, body: Checked) -> Answer:
         """loans-api cancels the journey and whatever is active in it, in one transaction; every
@@ -223,7 +197,9 @@ class JourneyService:
             body()
             return ""
 
-        return self._run(journey_id, "cancel", lambda d: self._loans.cancel_journey(d.record, d.origin), named=checked)
+        return self._run(
+            journey_id, "cancel", lambda record, _, origin: self._loans.cancel_journey(record, origin), named=checked
+        )
 
     # -- the one shape of every loans-backed command -------------------------------------------
 
@@ -252,7 +228,7 @@ class JourneyService:
             return self._settled(record, command, target)
         for decision in range(MAX_DECISIONS):
             try:
-                committed = send(Decided(record, target, origin))
+                committed = send(record, target, origin)
             except (LedgerMoved, BusinessRuleViolated) as error:
                 # loans-api's ledger refused it: the journey moved (another command, a late commit, a
                 # record behind the truth). Catch up; then decide again, or say what is legal now.
@@ -265,13 +241,7 @@ class JourneyService:
                 raise refusal(error, command, record, target) from error
             record = self._applier.apply(committed.event, "reply", current=record).record
             if committed.replayed:
-                # A receipt answers with the event it recorded, which may be older than the ledger
-                # (the acceptance it recorded may have been cancelled since): answer with the truth.
-                record = self._catch_up(record)
-                if command in state_machine.SETTLED_BY and not state_machine.is_settled(record.currentState, command):
-                    raise undone(command, record, target)
-                if not names_current(record, command, target):
-                    raise stale(command, record, target, "it was replaced since")
+                record = self._command_as_it_stands(record, command, target)
             logger.info(
                 "event applied by reply",
                 extra={
@@ -284,6 +254,29 @@ class JourneyService:
             )
             return self._answer(record, committed.by_earlier_request)
         raise StoreContention(f"journey {journey_id} kept changing while '{command}' was decided; retrying is safe")
+
+    # -- what a replay answers (D2): the journey as it stands now, not as the receipt recorded it -----
+
+    def _created_as_it_stands(self, recorded: str) -> ControlRecord:
+        """A repeated createJourney: the journey its recorded answer names, as it stands now: the receipt's
+        record was the journey when it was created, and its `availableActions` were legal then, not since
+        it moved on. A live record may be behind loans-api (replies lost, road 2 not there yet): it catches
+        up first."""
+        record = self.get(str(json.loads(recorded)["journeyId"]))
+        return record if state_machine.is_terminal(record.currentState) else self._catch_up(record)
+
+    def _command_as_it_stands(self, record: ControlRecord, command: Command, target: str) -> ControlRecord:
+        """A command loans-api answered from its receipt (shared/idempotency.py `Receipt.replay_for`): the
+        receipt's event may be older than the ledger (the acceptance it recorded may have been cancelled
+        since), so the answer is the record caught up with the truth; 409 when what the command did was
+        undone since, or what it named was replaced. Sent with `Idempotent-Replayed: true` only when an
+        earlier request made the receipt (LoansGateway's `by_earlier_request`)."""
+        record = self._catch_up(record)
+        if command in state_machine.SETTLED_BY and not state_machine.is_settled(record.currentState, command):
+            raise undone(command, record, target)
+        if not names_current(record, command, target):
+            raise stale(command, record, target, "it was replaced since")
+        return record
 
     def _gate(self, record: ControlRecord, command: Command) -> ControlRecord:
         """The record to decide `command` on. A live record may be behind loans-api (replies lost, road 2

@@ -25,16 +25,6 @@ OPERATIONS: dict[Command, tuple[str, str | None]] = {
 SCHEMAS = "#/components/schemas/"
 
 
-def action_view(action: state_machine.Action) -> dict[str, Any]:
-    """A link as the agent sees it (ActionView): the command, its operationId and body schema."""
-    operation_id, schema = OPERATIONS[action.name]
-    view: dict[str, Any] = {"name": action.name, "operationId": operation_id, "method": action.method}
-    view["href"] = action.href
-    if schema is not None:
-        view["requestSchema"] = SCHEMAS + schema
-    return view
-
-
 def fixed_body(record: ControlRecord, command: Command) -> dict[str, Any] | None:
     """The exact body a command takes on this record: accept names the record's quote, disburse its
     acceptance, cancel takes `{}`; None where the agent chooses what to send (simulate)."""
@@ -46,15 +36,20 @@ def fixed_body(record: ControlRecord, command: Command) -> dict[str, Any] | None
 
 
 def actions(record: ControlRecord) -> list[dict[str, Any]]:
-    """The record's legal next commands as links, each with the exact body to send where the journey fixes
-    it; simulate is left out once the journey has had all its quotes."""
-    links = state_machine.available_actions(record.currentState, journey_href(record.journeyId))
+    """`availableActions`, of a record and of a 409 alike (the record caught up with loans-api first:
+    functions/orchestrator/refusals.py): the record's legal next commands (`state_machine.TRANSITIONS`) as
+    links, each with the exact body to send where the journey fixes it; simulate is left out once the
+    journey has had all its quotes."""
     views = []
-    for action in links:
-        if action.name == "simulate" and record.simulationsLeft == 0:
+    for command in state_machine.allowed_commands(record.currentState):
+        if command == "simulate" and record.simulationsLeft == 0:
             continue
-        view = action_view(action)
-        body = fixed_body(record, action.name)
+        operation_id, schema = OPERATIONS[command]
+        href = f"{journey_href(record.journeyId)}/{command}"
+        view: dict[str, Any] = {"name": command, "operationId": operation_id, "method": "POST", "href": href}
+        if schema is not None:
+            view["requestSchema"] = SCHEMAS + schema
+        body = fixed_body(record, command)
         if body is not None:
             view["body"] = body
         views.append(view)

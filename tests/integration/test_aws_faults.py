@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from functions.orchestrator.bootstrap import DYNAMO_BUDGET
+from functions.orchestrator.deadline import DYNAMO_BUDGET
 from functions.relay.publisher import SnsPublisher
 from saga.local.aws_faults import CONTROL_PATH, FaultRule
 from saga.local.resources import provision

@@ -14,7 +14,7 @@ import pytest
 import urllib3
 
 from functions.orchestrator import bootstrap
-from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS
+from functions.orchestrator.deadline import DYNAMO_BUDGET, RESPONSE_MARGIN_SECONDS
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
 from saga.local.inprocess import InProcessHttp
@@ -45,7 +45,7 @@ def clock() -> Iterator[FakeClock]:
     """A fake clock that every DynamoDB call advances by its worst case (registered on the shared
     botocore session before the orchestrator's client is made, removed afterwards)."""
     fake = FakeClock()
-    worst = bootstrap.DYNAMO_BUDGET.worst_case_seconds()
+    worst = DYNAMO_BUDGET.worst_case_seconds()
 
     def charge(**_: Any) -> None:
         fake.now += worst

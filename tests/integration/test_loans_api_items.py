@@ -21,7 +21,7 @@ import pytest
 from bench.billing import KB, item_size, write_units
 from functions.loans_api import bootstrap as loans_bootstrap
 from functions.loans_api import domain
-from functions.loans_api.domain import MAX_SIMULATIONS, Requirements
+from functions.loans_api.domain import QUOTE_CAP, Requirements
 from functions.loans_api.history import HISTORY_PAGE
 from functions.loans_api.service import CommitStatus
 from functions.loans_api.settings import LoansSettings
@@ -157,9 +157,9 @@ def test_the_journey_truth_is_read_in_three_calls_at_the_quote_cap(recorded):
     # Given a journey at the cap of 100 quotes, each accepted but the last: the longest history one has
     journey = _longest(64)
     quote = {"journeyId": journey, "amount": AMOUNT, "termMonths": MAX_TERM_MONTHS}
-    for n in range(MAX_SIMULATIONS):
+    for n in range(QUOTE_CAP):
         simulation = _post(recorded.api, "/simulations", quote)
-        if n < MAX_SIMULATIONS - 1:
+        if n < QUOTE_CAP - 1:
             _post(recorded.api, "/acceptances", {"journeyId": journey, "simulationId": simulation["simulationId"]})
     # When its truth is read
     response, reads = recorded.reads_of(lambda: json_of(recorded.api.get(f"/journeys/{journey}")))
@@ -171,7 +171,7 @@ def test_the_journey_truth_is_read_in_three_calls_at_the_quote_cap(recorded):
     assert sorted(truth["olderOmitted"]) == ["acceptances", "events", "simulations"]
     assert [s["status"] for s in truth["simulations"]] == ["SUPERSEDED"] * 49 + ["ACTIVE"]
     assert [a["status"] for a in truth["acceptances"]] == ["CANCELLED"] * 50
-    assert truth["events"][-1]["seq"] == 2 * MAX_SIMULATIONS - 1
+    assert truth["events"][-1]["seq"] == 2 * QUOTE_CAP - 1
 
 
 def test_a_short_journey_is_read_in_two_calls(recorded):

@@ -245,7 +245,7 @@ def test_the_control_record_stays_under_1_kb_whatever_the_journeys_history(custo
     # twice (the second a no-op)
     ledger = domain.Ledger(domain.new_id())
     events: list[LoanEvent] = []
-    for _ in range(domain.MAX_SIMULATIONS):
+    for _ in range(domain.QUOTE_CAP):
         quoted = domain.create_simulation(ledger, MAX_AMOUNT, MAX_TERM_MONTHS, NOW)
         assert quoted.event.snapshot.simulation is not None
         accepted = domain.create_acceptance(quoted.ledger_after, quoted.event.snapshot.simulation.simulationId, NOW)

@@ -88,3 +88,20 @@ def test_an_event_that_names_no_operation_is_refused():
     # Then it cannot become a request
     with pytest.raises(bedrock.NotAnActionEvent):
         bedrock.request(event, CALLER)
+
+
+def test_an_action_s_parameters_and_body_are_each_read_once(monkeypatch):
+    # Given simulateLoan's event, and the reader of Bedrock's typed values counted
+    event = action_event(SIMULATE, "POST", {"journeyId": "j-1"}, {"amount": 10000.5, "termMonths": 36})
+    read: list[object] = []
+    original = bedrock.arguments
+
+    def counted(items: object) -> dict[str, object]:
+        read.append(items)
+        return original(items)
+
+    monkeypatch.setattr(bedrock, "arguments", counted)
+    # When it is translated into its request (its key made for the header and the request id)
+    bedrock.request(event, CALLER)
+    # Then the parameters and the body's properties were each read once
+    assert len(read) == 2, f"Bedrock's values were read {len(read)} times, not once each: {read}"

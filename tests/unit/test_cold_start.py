@@ -12,7 +12,7 @@ import pytest
 
 from functions.consumer.settings import ConsumerSettings
 from functions.orchestrator import bootstrap
-from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS, RequestDeadline
+from functions.orchestrator.deadline import APPLY_RESERVE_SECONDS, RESPONSE_MARGIN_SECONDS, RequestDeadline
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.settings import OrchestratorSettings
 from infra.packaging import ROOT
@@ -101,7 +101,7 @@ def worst_case_run(settings: OrchestratorSettings) -> tuple[int, float, float]:
     # every delay drawn at its longest (U = 1)
     client = RetryingLoansClient(
         retries, policy, deadline, attempt_seconds=bootstrap.loans_attempt_seconds(settings),
-        reserve_seconds=bootstrap.APPLY_RESERVE_SECONDS, sleep=sleep, unit_random=lambda: 1.0,
+        reserve_seconds=APPLY_RESERVE_SECONDS, sleep=sleep, unit_random=lambda: 1.0,
         first=first, first_attempt_seconds=bootstrap.loans_attempt_seconds(settings, first=True),
     )  # fmt: skip
     with pytest.raises(UpstreamUnavailable):
@@ -115,7 +115,7 @@ def test_the_deadline_truncates_the_schedule_when_every_attempt_times_out():
     attempts, gave_up_at, deadline = worst_case_run(settings)
     # Then the call gives up in time to apply an answer and reply (no attempt is started that cannot end
     # within the deadline with the apply's reserve after it), after at least four attempts
-    assert gave_up_at + bootstrap.APPLY_RESERVE_SECONDS <= deadline, (gave_up_at, deadline)
+    assert gave_up_at + APPLY_RESERVE_SECONDS <= deadline, (gave_up_at, deadline)
     assert attempts >= 4, f"only {attempts} attempts fit the deadline when each runs out its time"
     # and the schedule is the one D8 names: 5 attempts, 1 s doubling, additive jitter (all five are made
     # when failures are fast: tests/integration/test_deadline.py)

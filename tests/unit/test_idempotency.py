@@ -6,7 +6,7 @@ import pytest
 
 from functions.orchestrator.keys import new_nonce
 from shared.errors import IdempotencyKeyReused, InvalidIdempotencyKey, InvalidOriginRequestId, MissingIdempotencyKey
-from shared.idempotency import Receipt, fingerprint, read_key, read_origin, require_key
+from shared.idempotency import Answer, Receipt, fingerprint, read_key, read_origin, require_key
 
 
 def test_the_orchestrators_origin_request_ids_are_valid_and_an_absent_one_is_none():
@@ -88,9 +88,10 @@ def test_fingerprint_ignores_key_order_but_not_values_or_route():
     assert fingerprint("POST", "/acceptances", {"a": 1, "b": 2}) != base
 
 
-def test_a_receipt_replays_only_for_the_same_request():
-    receipt = Receipt("k", fingerprint("POST", "/x", {"a": 1}), 201, '{"ok":true}')
-    assert receipt.replay_for(fingerprint("POST", "/x", {"a": 1})) is receipt
+def test_a_receipt_replays_its_recorded_answer_only_for_the_same_request():
+    receipt = Receipt("k", fingerprint("POST", "/x", {"a": 1}), 201, '{"ok":true}', origin="r-1")
+    replay = receipt.replay_for(fingerprint("POST", "/x", {"a": 1}))
+    assert replay == Answer(201, '{"ok":true}', replayed=True, origin="r-1"), replay
     with pytest.raises(IdempotencyKeyReused):
         receipt.replay_for(fingerprint("POST", "/x", {"a": 2}))
 

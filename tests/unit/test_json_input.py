@@ -5,6 +5,7 @@ models refuse the rest (422). No test here times anything: the benchmark does.""
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 from decimal import Decimal
@@ -18,8 +19,10 @@ from pydantic import BaseModel, ValidationError
 from bench.input_guard import WORST, Body
 from functions.loans_api.models import SimulationRequest
 from functions.orchestrator.models import SimulateRequest
+from saga.local.apigw import LambdaContextStub, proxy_event
 from shared import json_input
-from shared.guards import MAX_BODY_BYTES
+from shared.entry_points import Handler
+from shared.guards import MAX_BODY_BYTES, guarded, refusal
 from shared.json_input import _STRING, MAX_DEPTH, UnreadableJson, depth, loads
 
 REQUEST_MODELS: tuple[type[BaseModel], ...] = (SimulateRequest, SimulationRequest)
@@ -185,3 +188,74 @@ def test_an_escaped_lone_surrogate_is_read_and_refused_by_the_model_not_stored()
 
 def test_bytes_are_read_as_utf8():
     assert json_input.loads('{"a": "é"}'.encode()) == {"a": "é"}
+
+
+def guarded_orchestrator(orchestrator: Any) -> Handler:
+    from functions.orchestrator.api import create_app
+
+    return guarded(create_app(orchestrator.system.service))
+
+
+def _counting_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    texts: list[str] = []
+    parse = json_input.loads
+
+    def counted(text: str | bytes) -> Any:
+        texts.append(text if isinstance(text, str) else text.decode())
+        return parse(text)
+
+    monkeypatch.setattr(json_input, "loads", counted)
+    return texts
+
+
+@pytest.mark.parametrize("encoded", [False, True], ids=["text", "base64"])
+def test_the_orchestrator_parses_each_request_body_once(monkeypatch, encoded):
+    # Given the orchestrator's app behind its guards, over fakes, and a journey
+    from tests.fakes import InProcessOrchestrator
+
+    orchestrator = InProcessOrchestrator()
+    journey = orchestrator.system.new_journey()
+    texts = _counting_parses(monkeypatch)
+    # When a simulate is sent with a body (read by the guard, then by the resolver's validation)
+    body = b'{"amount": 10000, "termMonths": 12}'
+    event = proxy_event("POST", f"/journeys/{journey}/simulate", {"Content-Type": "application/json"}, body)
+    if encoded:
+        event = {**event, "body": base64.b64encode(body).decode(), "isBase64Encoded": True}
+    answer = guarded_orchestrator(orchestrator)(event, LambdaContextStub("orchestrator"))
+    # Then it succeeds, and its body was parsed once here (loans-api's, on the in-process wire, once there)
+    assert answer["statusCode"] == 200, answer
+    ours = [text for text in texts if text == body.decode()]
+    assert len(ours) == 1, f"the request body was parsed {len(ours)} times: {texts}"
+    assert len(texts) == 2, f"expected one parse per API (orchestrator, loans-api), got {texts}"
+
+
+def test_a_resolver_without_the_guard_still_reads_the_body(monkeypatch):
+    # Given the orchestrator's app called without its guards (so nothing parsed the body before it)
+    from functions.orchestrator.api import create_app
+    from tests.fakes import FakeSystem
+
+    system = FakeSystem()
+    journey = system.new_journey()
+    texts = _counting_parses(monkeypatch)
+    # When a simulate reaches the resolver directly
+    body = b'{"amount":10000,"termMonths":12}'
+    event = proxy_event("POST", f"/journeys/{journey}/simulate", {"Content-Type": "application/json"}, body)
+    context: Any = LambdaContextStub("orchestrator")
+    answer = create_app(system.service).resolve(event, context)
+    # Then the resolver parses it itself, once
+    assert answer["statusCode"] == 200, answer
+    assert texts.count(body.decode()) == 1, texts
+
+
+@pytest.mark.parametrize(
+    "encoded", [base64.b64encode(b'{"amount": "\xff"}').decode(), "not base64!"], ids=["latin-1", "not-base64"]
+)
+def test_a_body_that_is_not_utf8_text_is_refused_by_the_guard(encoded):
+    # Given a base64 body (as API Gateway passes bytes) that does not decode to UTF-8 text
+    event = {"body": encoded, "isBase64Encoded": True, "headers": {"Content-Type": "application/json"}}
+    # When the guard reads it
+    refused = refusal(event)
+    # Then it is a 400 saying so, before any parse
+    assert refused is not None, "the guard let a body through that is not UTF-8 text"
+    problem = json.loads(refused["body"])
+    assert (refused["statusCode"], problem["detail"]) == (400, "the request body is not UTF-8 text"), problem

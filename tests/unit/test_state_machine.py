@@ -2,9 +2,14 @@
 of shared/state_machine.py's table: which command is legal where, where it leads, what is final, and
 which states an event may move a Control Record to."""
 
+from datetime import UTC, datetime
+
 import pytest
 
+from functions.orchestrator import views
 from shared import state_machine as sm
+from shared.control_record import ControlRecord, new_control_record
+from shared.events import LoanState
 
 LIVE = ("created", "simulated", "accepted")
 FINAL = ("disbursed", "cancelled")
@@ -37,7 +42,8 @@ def test_each_command_is_legal_only_in_its_states_and_leads_to_its_one_state(com
 @pytest.mark.parametrize("state", FINAL)
 def test_a_final_state_allows_no_command_and_offers_no_action(state):
     assert not any(sm.is_allowed(state, command) for command in sm.COMMANDS)
-    assert sm.available_actions(state, "/journeys/j1") == ()
+    assert sm.allowed_commands(state) == ()
+    assert views.actions(record_in(state)) == []
 
 
 @pytest.mark.parametrize(
@@ -50,9 +56,17 @@ def test_a_final_state_allows_no_command_and_offers_no_action(state):
     ids=["created", "simulated", "accepted"],
 )
 def test_the_available_actions_of_a_live_state_are_its_legal_commands_as_post_links(state, names):
-    actions = sm.available_actions(state, "/journeys/j1")
-    assert [a.name for a in actions] == names
-    assert all(a.method == "POST" and a.href == f"/journeys/j1/{a.name}" for a in actions)
+    assert list(sm.allowed_commands(state)) == names
+    actions = views.actions(record_in(state))
+    assert [a["name"] for a in actions] == names
+    wrong = [a for a in actions if (a["method"], a["href"]) != ("POST", f"/journeys/j1/{a['name']}")]
+    assert not wrong, f"links not a POST to the journey's command: {wrong}"
+
+
+def record_in(state: LoanState) -> ControlRecord:
+    """A record of journey j1 in `state` (what it holds besides does not matter to its links)."""
+    created = new_control_record("j1", "c1", datetime(2026, 1, 1, tzinfo=UTC), "listing")
+    return created.model_copy(update={"currentState": state})
 
 
 @pytest.mark.parametrize(
