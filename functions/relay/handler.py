@@ -7,9 +7,6 @@ from dataclasses import asdict
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-# Before anything imports pydantic: Powertools' batch utility imports its parser's event models (a tenth
-# of a second or more of a cold start, never used here) when it finds pydantic already loaded.
-import aws_lambda_powertools.utilities.batch  # noqa: F401
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
