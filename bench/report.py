@@ -71,9 +71,11 @@ _VALIDATION = (
 WHY_ABOVE_FLOOR = {
     "orchestrator": _VALIDATION,
     "loans-api": _VALIDATION,
-    "relay": "Powertools' BatchProcessor (`utilities.batch` imports asyncio for its async sibling and its batch "
-    "types, ~39 ms) and the event schema's pydantic models (`shared.events`), both needed by every stream batch",
-    "consumer": "Powertools' BatchProcessor and the event schema's pydantic models, as the relay",
+    "relay": "the event schema's pydantic models (`shared.events`), built at import and needed by every stream "
+    "batch (its partial batch response is its own: Powertools' batch utility and the asyncio it imports are not "
+    "loaded)",
+    "consumer": "Powertools' BatchProcessor (`utilities.batch` imports asyncio for its async sibling) and the event "
+    "schema's pydantic models (the relay's too)",
     "auditor": "the event schema's and the Control Record's pydantic models, both read by every audit",
 }
 
