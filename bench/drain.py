@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +36,9 @@ BATCH_SIZE = 10  # the stack's SQS batch size
 
 @dataclass(frozen=True)
 class Timed:
-    """A stretch of one function's work over `events` events: wall seconds, the function's process's CPU
-    seconds, the AWS endpoint's CPU seconds, in how many invocations."""
+    """A stretch of one function's work over `events` events: wall seconds, the function's CPU seconds, the
+    AWS endpoint's CPU seconds, in how many invocations; and its process's whole CPU seconds, which for the
+    relay also holds the stream poller's (Lambda's own in AWS, here in the same process)."""
 
     events: int
     invocations: int
@@ -44,6 +46,7 @@ class Timed:
     cpu: float
     endpoint_cpu: float
     reference_ms: float  # bench/cpu.py `reference_ms`, just before and just after (the mean)
+    process_cpu: float
 
     def figures(self) -> dict[str, float]:
         return {
@@ -53,18 +56,27 @@ class Timed:
             "cpuSeconds": self.cpu,
             "endpointCpuSeconds": self.endpoint_cpu,
             "referenceMs": self.reference_ms,
+            "processCpuSeconds": self.process_cpu,
         }
 
 
-def _timed(moto: MotoProcess, events: Callable[[], int], invocations: Callable[[], int]) -> Timed:
-    """Time `events()` (which returns how many events it handled): this process's CPU and the endpoint's."""
+def _timed(
+    moto: MotoProcess,
+    events: Callable[[], int],
+    invocations: Callable[[], int],
+    function_cpu: Callable[[], float] | None = None,
+) -> Timed:
+    """Time `events()` (which returns how many events it handled): this process's CPU and the endpoint's,
+    and the function's alone by `function_cpu()` (CPU seconds so far) when more than it runs here."""
     reference = reference_ms()
-    watch = Stopwatch({"function": [os.getpid()], "endpoint": [moto.pid]}).start()
-    before = invocations()
+    watch = Stopwatch({"process": [os.getpid()], "endpoint": [moto.pid]}).start()
+    before, function_before = invocations(), function_cpu() if function_cpu else 0.0
     handled = events()
     taken = watch.stop()
+    cpu = function_cpu() - function_before if function_cpu else taken.cpu["process"]
     reference = (reference + reference_ms()) / 2
-    return Timed(handled, invocations() - before, taken.wall, taken.cpu["function"], taken.cpu["endpoint"], reference)
+    process = taken.cpu["process"]
+    return Timed(handled, invocations() - before, taken.wall, cpu, taken.cpu["endpoint"], reference, process)
 
 
 def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, Timed]:
@@ -85,16 +97,23 @@ def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, T
         orchestrator_bootstrap.Ports(http=InProcessHttp(loans)),
     )
     relay_invocations = relay_events = 0
+    relay_cpu = 0.0
     relay_handler = relay_bootstrap.build_stream_handler(
         RelaySettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn),
         metrics,
     )
 
     def relay(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        nonlocal relay_invocations, relay_events
+        """The function's invocation, its CPU counted apart from the poller's: the poller waits while a lane
+        runs it, so the process's CPU meanwhile is the invocation's (its marking threads included)."""
+        nonlocal relay_invocations, relay_events, relay_cpu
         relay_invocations += 1
         relay_events += len(event["Records"])
-        return relay_handler(event, context)
+        started = time.process_time()
+        try:
+            return relay_handler(event, context)
+        finally:
+            relay_cpu += time.process_time() - started
 
     # The events as the relay publishes them: its mapping's filter (only events reach it, as in AWS), one
     # lane, the stack's batch size.
@@ -104,7 +123,9 @@ def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, T
     _drain_stream(stream)  # warm: the relay's first connections and first validations are not timed
     for _ in range(journeys):
         _journey(orchestrator)
-    relayed = _timed(moto, lambda: _drain_stream(stream, lambda: relay_events), lambda: relay_invocations)
+    relayed = _timed(
+        moto, lambda: _drain_stream(stream, lambda: relay_events), lambda: relay_invocations, lambda: relay_cpu
+    )
     sqs = aws.client("sqs", r.region, r.endpoint_url, HARNESS_BUDGET)
     published = []
     while batch := sqs.receive_message(QueueUrl=r.events_queue_url, MaxNumberOfMessages=10).get("Messages"):

@@ -2,23 +2,27 @@
 mapping filters the same way; this check keeps the relay's own NOTIFIED updates from looping
 wherever the filter is absent, e.g. moto). Reports partial batch failures, never raises for one record.
 An item it cannot read is skipped and counted, not retried: no retry makes it readable, and a
-retried record holds up its whole shard. It stays PENDING, so the sweeper keeps counting it."""
+retried record holds up its whole shard. It stays PENDING, so the sweeper keeps counting it.
+
+The partial batch response is written here, not by Powertools' BatchProcessor: the relay decides every
+record's fate for the whole batch at once (one publish, the marks at once), so a per-record handler had
+nothing left to do but look its verdict up, and the batch utility's import (asyncio for its async sibling,
+its parser's types) was the largest part of the relay's init beyond the floor (BENCHMARKS.md section 5).
+Lambda's contract for a stream is `{"batchItemFailures": [{"itemIdentifier": <SequenceNumber>}]}`: it
+retries from the lowest one reported (bisecting the batch when the mapping says so)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools import Logger
 
 from functions.relay.outbox_store import UnreadableItem, read_outbox_item
 from functions.relay.service import OutboxRelay
 from shared import outbox
 from shared.events import LoanEvent
 
-
-class PublishFailed(Exception):
-    """The record's event was not published; the stream retries from this record."""
+logger = Logger(child=True)
 
 
 def _outbox_insert(raw: dict[str, Any]) -> LoanEvent | UnreadableItem | None:
@@ -43,18 +47,15 @@ class StreamRelay:
         failed = self._relay.publish(events)
         # The batch's marks at once (bounded): a mark that failed fails its record, as a publish does.
         unmarked = self._relay.mark_all([event for event in events if event.eventId not in failed])
-
-        def record_handler(record: DynamoDBRecord) -> None:
-            value = parsed.get(_sequence(record.raw_event))
-            if not isinstance(value, LoanEvent):
-                return  # not an outbox insert, or unreadable (counted above)
-            if value.eventId in failed:
-                raise PublishFailed(f"event {value.eventId}: {failed[value.eventId]}")
-            if value.eventId in unmarked:
-                raise unmarked[value.eventId]
-
-        processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
-        return dict(process_partial_response(event, record_handler, processor, context))
+        for event_id, error in unmarked.items():
+            logger.warning("mark failed", extra={"event_id": event_id, "reason": f"{type(error).__name__}: {error}"})
+        # Not an outbox insert, or unreadable (counted above): nothing to retry. Failed: the stream retries from it.
+        retried = [
+            sequence
+            for sequence, value in parsed.items()
+            if isinstance(value, LoanEvent) and (value.eventId in failed or value.eventId in unmarked)
+        ]
+        return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in retried]}
 
 
 def _sequence(raw: dict[str, Any]) -> str:

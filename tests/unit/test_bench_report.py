@@ -133,6 +133,21 @@ def test_the_relay_goal_is_half_its_cpu_per_event_before(measured):
     assert "now 0.52x that (goal: at most half, 2.96 ms: MISSED)." in render(missed)
 
 
+def test_the_relay_goal_is_judged_on_what_the_figure_before_counted_the_poller_included(measured):
+    # Given a run that kept the process's CPU (the poller's reads included) beside the function's alone
+    relay_ms = RELAY_CPU_BEFORE.cpu_ms_per_event * 0.6
+    function_ms = RELAY_CPU_BEFORE.cpu_ms_per_event * 0.4
+    both = copy.deepcopy(measured)
+    relay = both["relay"]
+    relay["processCpuSeconds"] = relay_ms * relay["events"] / 1000
+    relay["cpuSeconds"] = function_ms * relay["events"] / 1000
+    report = render(both)
+    # Then the verdict compares like with like (the process's, as before), and the function's is shown beside
+    assert relay_cpu_per_event(relay) == pytest.approx(relay_ms), relay
+    assert "now 0.60x that (goal: at most half, 2.96 ms: MISSED)." in report, report
+    assert f"the function's invocations alone, {function_ms:.2f} ms" in report, report
+
+
 def test_a_function_over_the_cold_start_goal_by_cpu_is_listed_as_missed_with_its_reason(measured):
     # Given the run's figures with the relay's init CPU at the goal, and just over it
     floor = measured["coldStart"]["initCpuMs"]["floor"]["pyc"]
