@@ -30,7 +30,6 @@ from functions.orchestrator.loans_gateway import LoansGateway
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
 from functions.orchestrator.service import AgentKey, JourneyService
 from saga.local.apigw import DEFAULT_CALLER
-from saga.local.inprocess import InProcessHttp
 from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.control_record import ControlRecord
@@ -41,6 +40,7 @@ from shared.idempotency import Answer, Receipt, fingerprint
 from shared.lease import Lease, may_take
 from shared.loans_client import HttpLoansClient
 from tests.support import quiet_metrics
+from tools.inprocess import InProcessHttp
 
 
 class FakeLoanStore:
@@ -306,7 +306,7 @@ class FakeOrchestratorApi:
 
 class InProcessOrchestrator:
     """The real orchestrator app over FakeSystem, behind an in-process wire that can lose replies
-    (saga.local.inprocess), as the MCP server's HTTP adapter reaches it. `requests` keeps what went out."""
+    (tools.inprocess), as the MCP server's HTTP adapter reaches it. `requests` keeps what went out."""
 
     def __init__(self) -> None:
         from functions.orchestrator.api import create_app as create_orchestrator_app
