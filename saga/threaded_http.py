@@ -17,6 +17,7 @@ from typing import Any, Self
 
 from werkzeug import Request, Response
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.wsgi import ClosingIterator
 
 from shared.problems import PROBLEM_CONTENT_TYPE, problem_body
 
@@ -87,8 +88,7 @@ def _framed(app: WsgiApp) -> WsgiApp:
         if environ["REQUEST_METHOD"] != "HEAD":
             return answer
         # RFC 9110 9.3.2: no content, whatever the status; Content-Length still says what a GET would carry.
-        b"".join(answer)
-        return []
+        return ClosingIterator([], getattr(answer, "close", None))
 
     return serve
 

@@ -39,7 +39,7 @@ class _Serialized:
             return list(self._app(environ, start_response))
 
 
-class MotoServer:
+class MotoServer(ThreadedHttpServer):
     """A moto server on host:port (port 0 picks a free one), served by a daemon thread."""
 
     def __init__(
@@ -53,30 +53,14 @@ class MotoServer:
         moto_queries.install()
         moto_deployment.install()
         moto_metrics.install()
-        self._host = host
         moto = moto_deployment.AccountSettings(DomainDispatcherApplication(create_backend_app))
         self.faults = AwsFaultInjector(_Serialized(moto), faults, fault_seed)
-        self._http = ThreadedHttpServer(self.faults, host, port, "moto")
-
-    @property
-    def port(self) -> int:
-        return self._http.port
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._host}:{self.port}"
-
-    def start(self) -> MotoServer:
-        self._http.start()
-        return self
+        super().__init__(self.faults, host, port, "moto")
 
     def reset(self) -> None:
         """Forget every resource (moto's backends are shared by the whole process)."""
         # A hang guard, not urllib3's default 3 s: a reset of every backend took 3.6-4.9 s on a loaded machine.
         urllib3.request("POST", f"{self.url}/moto-api/reset", timeout=60)
-
-    def stop(self) -> None:
-        self._http.stop()
 
 
 class AwsFaultsClient:
