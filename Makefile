@@ -112,8 +112,8 @@ bench: install ## cost, latency, drain rate and cold start, ours and the peer's;
 	$(BIN)/python -m bench.run --out BENCHMARKS.md --measured bench/measured.json
 	$(BIN)/python -m bench.scale --measured bench/measured.json --out docs/SCALE.md
 
-docs: install ## run saga local once and render every command output the README and docs/ show (saga/docs/)
-	$(BIN)/python -m saga.docs
+docs: install ## run saga local once and render every command output the README and docs/ show (tools/docs/)
+	$(BIN)/python -m tools.docs
 
 unit: install
 	$(BIN)/pytest tests/unit

@@ -34,13 +34,13 @@ from functions.relay.settings import RelaySettings
 from functions.relay.sweeper import PARTITIONS
 from saga.links import link_body
 from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, proxy_event
-from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoProcess
 from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws, topology
 from shared.capacity import DEFAULT_TARGET_JOURNEYS_PER_SECOND
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE
+from tools.inprocess import InProcessHttp
 
 _SWEEP_PERIOD_SECONDS = 60 * (topology.SWEEPER.schedule_minutes or 1)
 

@@ -25,11 +25,11 @@ from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
 from saga.links import link_body
 from saga.local.apigw import LambdaContextStub
-from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoProcess
 from saga.local.pollers import StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws
+from tools.inprocess import InProcessHttp
 
 BATCH_SIZE = 10  # the stack's SQS batch size
 

@@ -42,9 +42,9 @@ from bench.input_guard import input_guard
 from bench.load import backstop_lag, lag_figures, load
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.moto_server import MotoProcess
-from saga.local.ports import free_port
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from shared import topology
+from tools.ports import free_port
 
 DESIGNS = {"ours": ("ours", False), "peer": ("peer", False), "oursLostReply": ("ours", True),
            "peerLostReply": ("peer", True)}  # fmt: skip

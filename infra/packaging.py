@@ -188,9 +188,8 @@ def compile_or_warn(interpreter: str | None, target: Path, shown_as: str, asset:
         print(NO_BYTECODE_WARNING.format(asset=asset), file=sys.stderr)  # the deployer must see this
 
 
-@jsii.implements(ILocalBundling)
-class _AppCode:
-    """Local bundling of the code asset; declines (CDK then bundles in Docker) when `bytecode` is "docker"."""
+class _LocalBundling:
+    """Local bundling of an asset; declines (CDK then bundles in Docker) when `bytecode` is "docker"."""
 
     def __init__(self, interpreter: str | None, bytecode: Bytecode = "local") -> None:
         self._interpreter = interpreter
@@ -199,26 +198,30 @@ class _AppCode:
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
         if self._bytecode == "docker":
             return False
-        copy_app(Path(output_dir))
-        compile_or_warn(self._interpreter, Path(output_dir), TASK_PATH, "code asset")
+        self._bundle(Path(output_dir))
         return True
 
+    def _bundle(self, output_dir: Path) -> None:
+        raise NotImplementedError
+
 
 @jsii.implements(ILocalBundling)
-class _Dependencies:
-    """Local bundling of the layer; declines (CDK then bundles in Docker) when `bytecode` is "docker"."""
+class _AppCode(_LocalBundling):
+    """The code asset: the app's packages, compiled."""
 
-    def __init__(self, interpreter: str | None, bytecode: Bytecode = "local") -> None:
-        self._interpreter = interpreter
-        self._bytecode = bytecode
+    def _bundle(self, output_dir: Path) -> None:
+        copy_app(output_dir)
+        compile_or_warn(self._interpreter, output_dir, TASK_PATH, "code asset")
 
-    def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
-        if self._bytecode == "docker":
-            return False
-        target = Path(output_dir) / "python"
+
+@jsii.implements(ILocalBundling)
+class _Dependencies(_LocalBundling):
+    """The layer: the locked dependencies, installed and compiled."""
+
+    def _bundle(self, output_dir: Path) -> None:
+        target = output_dir / "python"
         subprocess.run(pip_command(target), check=True)  # noqa: S603 - fixed command
         compile_or_warn(self._interpreter, target, LAYER_PYTHON_PATH, "layer")
-        return True
 
 
 def docker_app_command() -> list[str]:

@@ -83,20 +83,12 @@ def _parser(json_wanted: bool = False) -> argparse.ArgumentParser:
         "consumer), a relay failure's events are still PENDING, or outbox items are unreadable; says which "
         "and what clears it",
     )
-    outbox_alarm = float(topology.OUTBOX_AGE_ALARM_SECONDS)
-    status.add_argument(
-        "--max-outbox-age",
-        type=servers.seconds,
-        default=outbox_alarm,
-        help=f"seconds (default {outbox_alarm:.0f}, as the alarm)",
-    )
-    queue_alarm = float(topology.EVENTS_QUEUE_AGE_ALARM_SECONDS)
-    status.add_argument(
-        "--max-queue-age",
-        type=servers.seconds,
-        default=queue_alarm,
-        help=f"seconds a message may wait in the events queue (default {queue_alarm:.0f}, as EventsQueueTooOld)",
-    )
+    for flag, alarm, said in (
+        ("--max-outbox-age", topology.OUTBOX_AGE_ALARM_SECONDS, "seconds (default {:.0f}, as the alarm)"),
+        ("--max-queue-age", topology.EVENTS_QUEUE_AGE_ALARM_SECONDS,
+         "seconds a message may wait in the events queue (default {:.0f}, as EventsQueueTooOld)"),
+    ):  # fmt: skip
+        status.add_argument(flag, type=servers.seconds, default=float(alarm), help=said.format(float(alarm)))
 
     failures = commands.add_parser("relay-failures", help="the stream batches that exhausted the relay's retries")
     failures_commands = failures.add_subparsers(dest="failures_command", required=True)

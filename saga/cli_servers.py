@@ -43,26 +43,25 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def count(text: str) -> int:
-    """How many at most: a whole number, 1 or more (0 would do nothing and say it did)."""
+def _whole(text: str, lowest: int, highest: float, what: str) -> int:
+    """A whole number from `lowest` to `highest`; anything else is `text` refused as not `what`."""
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+        value = lowest - 1
+    if not lowest <= value <= highest:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return value
+
+
+def count(text: str) -> int:
+    """How many at most: a whole number, 1 or more (0 would do nothing and say it did)."""
+    return _whole(text, 1, math.inf, "a whole number of 1 or more")
 
 
 def port(text: str) -> int:
     """A TCP port: 0 (any free one) to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (0 to 65535)")
-    return value
+    return _whole(text, 0, 65535, "a TCP port (0 to 65535)")
 
 
 seconds = _seconds

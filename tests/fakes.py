@@ -30,7 +30,6 @@ from functions.orchestrator.deadline import RequestDeadline
 from functions.orchestrator.service import AgentKey
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.apigw import DEFAULT_CALLER
-from saga.local.inprocess import InProcessHttp
 from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.control_record import ControlRecord
@@ -39,6 +38,7 @@ from shared.events import LoanEvent
 from shared.idempotency import Answer, Receipt, fingerprint
 from shared.lease import Lease, may_take
 from tests.support import quiet_metrics
+from tools.inprocess import InProcessHttp
 
 
 class FakeLoanStore:
@@ -298,7 +298,7 @@ class FakeOrchestratorApi:
 
 class InProcessOrchestrator:
     """The real orchestrator app over FakeSystem, behind an in-process wire that can lose replies
-    (saga.local.inprocess), as the MCP server's HTTP adapter reaches it. `requests` keeps what went out."""
+    (tools.inprocess), as the MCP server's HTTP adapter reaches it. `requests` keeps what went out."""
 
     def __init__(self) -> None:
         self.system = FakeSystem()

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import urllib3
 
-from saga.faultproxy.client import ToxiproxyClient
 from saga.faultproxy.server import FaultProxyServer
 from saga.links import naming
-from saga.local import ports
+from tests.faultproxy_client import ToxiproxyClient
+from tools import ports
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 T = TypeVar("T")
-free_port = ports.free_port  # the tests' own servers' ports, as the runtimes': saga/local/ports.py
+free_port = ports.free_port  # the tests' own servers' ports, as the runtimes': tools/ports.py
 LOANS_PROXY = "loans-api"
 # How long a wait for what the system does in a second or two may last before it fails: generous, since a
 # wait ends as soon as its condition holds, and a loaded machine (2 cores, shared) is slow, not wrong.

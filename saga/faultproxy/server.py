@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from http.server import ThreadingHTTPServer
 from typing import Any, Self
 
+from werkzeug import Request, Response
+
 from saga.faultproxy.proxy import STREAMS, TOXIC_TYPES, Proxy, ProxyError, Toxic
-from saga.threaded_http import ProblemRequestHandler, ThreadedHttpServer
+from saga.threaded_http import ThreadedHttpServer
 
 
 class FaultProxyServer(ThreadedHttpServer):
@@ -22,32 +24,20 @@ class FaultProxyServer(ThreadedHttpServer):
         self._loop_thread = threading.Thread(target=self._loop.run_forever, name="faultproxy", daemon=True)
         self.proxies: dict[str, Proxy] = {}
         self._lock = threading.Lock()
-        outer = self
+        super().__init__(self._serve, host, control_port, "faultproxy-api")
 
-        class _Control(ProblemRequestHandler):
-            def _dispatch(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else {}
-                    status, payload = outer.control(self.command, self.path, body)
-                except ProxyError as error:
-                    status, payload = error.status, {"error": str(error), "status": error.status}
-                except (ValueError, KeyError, TypeError) as error:
-                    status, payload = 400, {"error": f"bad request: {error}", "status": 400}
-                data = b"" if payload is None else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_DELETE = _dispatch
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Quiet."""
-
-        super().__init__(ThreadingHTTPServer((host, control_port), _Control), "faultproxy-api")
+    def _serve(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        request = Request(environ)
+        try:
+            raw = request.get_data()
+            body = json.loads(raw) if raw else {}
+            status, payload = self.control(request.method, request.path, body)
+        except ProxyError as error:
+            status, payload = error.status, {"error": str(error), "status": error.status}
+        except (ValueError, KeyError, TypeError) as error:
+            status, payload = 400, {"error": f"bad request: {error}", "status": 400}
+        data = b"" if payload is None else json.dumps(payload).encode()
+        return Response(data, status, content_type="application/json")(environ, start_response)
 
     @property
     def control_url(self) -> str:

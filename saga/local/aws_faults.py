@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from werkzeug import Request
+
 from saga.local import aws_errors
 from saga.local.aws_errors import ERRORS, KINDS, Call
 
@@ -121,12 +123,9 @@ class AwsFaultInjector:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if str(environ.get("PATH_INFO", "")).startswith(CONTROL_PATH):
-            answer = self._control(environ, start_response)
-            # A HEAD is answered as a GET, without its content (RFC 9110 9.3.2).
-            return [] if environ.get("REQUEST_METHOD") == "HEAD" else answer
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        environ["wsgi.input"] = io.BytesIO(body)
+            return self._control(environ, start_response)  # a HEAD as a GET: its server sends the head alone
+        body = Request(environ).get_data()
+        environ["wsgi.input"] = io.BytesIO(body)  # read once here, again by moto
         call = aws_errors.identify(environ, body)
         rule = None if call is None else self._pick(call)
         if call is None or rule is None:
@@ -150,8 +149,7 @@ class AwsFaultInjector:
         method = environ.get("REQUEST_METHOD", "GET")
         try:
             if method == "POST":
-                length = int(environ.get("CONTENT_LENGTH") or 0)
-                self.add(FaultRule(**json.loads(environ["wsgi.input"].read(length) or b"{}")))
+                self.add(FaultRule(**json.loads(Request(environ).get_data() or b"{}")))
             elif method == "DELETE":
                 self.clear()
             elif method not in ("GET", "HEAD"):

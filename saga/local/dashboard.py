@@ -16,23 +16,22 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from werkzeug import Request, Response
 
 from functions.auditor.settings import AuditorSettings
 from saga.local.local_metrics import LocalMetrics
 from saga.ops import journeys, road2
 from saga.ops.target import Target
-from saga.threaded_http import ProblemRequestHandler, ThreadedHttpServer
+from saga.threaded_http import ThreadedHttpServer, problem_response
 from shared import dashboard as board
 from shared import metric_names as names
 from shared import topology
-from shared.problems import PROBLEM_CONTENT_TYPE, problem_body
 
 logger = Logger(service="saga-local", child=True)
 
@@ -267,30 +266,29 @@ class DashboardServer(ThreadedHttpServer):
     `/readings.json` the same readings as JSON."""
 
     def __init__(self, local_board: LocalBoard, host: str, port: int) -> None:
-        class Handler(ProblemRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                path = self.path.split("?", 1)[0]
-                if path not in ("/", "/widgets", "/readings.json"):
-                    body = problem_body(404, "not-found", "Not found", "the dashboard serves /, /widgets "
-                                        "and /readings.json", False).encode()  # fmt: skip
-                    return self._send(404, PROBLEM_CONTENT_TYPE, body)
-                readings = local_board.read()
-                if path == "/readings.json":
-                    values = {title: [r.__dict__ for r in series] for title, series in readings.items()}
-                    return self._send(200, "application/json", json.dumps(values).encode())
-                widgets = render_widgets(readings, local_board.history)
-                page = widgets if path == "/widgets" else render_page(widgets)
-                return self._send(200, "text/html; charset=utf-8", page.encode())
+        self._board = local_board
+        super().__init__(self._serve, host, port, "dashboard")
 
-            def _send(self, status: int, content_type: str, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(body)
+    def _serve(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        return self._answer(Request(environ))(environ, start_response)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # a request every few seconds is not news
+    def _answer(self, request: Request) -> Response:
+        if request.method not in ("GET", "HEAD"):
+            return problem_response(
+                501, "not-implemented", "Not Implemented", f"unsupported method ({request.method!r})"
+            )
+        if request.path not in ("/", "/widgets", "/readings.json"):
+            return problem_response(
+                404, "not-found", "Not found", "the dashboard serves /, /widgets and /readings.json"
+            )
+        readings = self._board.read()
+        if request.path == "/readings.json":
+            values = {title: [r.__dict__ for r in series] for title, series in readings.items()}
+            return _page(json.dumps(values), "application/json")
+        widgets = render_widgets(readings, self._board.history)
+        page = widgets if request.path == "/widgets" else render_page(widgets)
+        return _page(page, "text/html; charset=utf-8")
 
-        super().__init__(ThreadingHTTPServer((host, port), Handler), "dashboard")
+
+def _page(body: str, content_type: str) -> Response:
+    return Response(body, 200, content_type=content_type, headers={"Cache-Control": "no-store"})

@@ -5,18 +5,16 @@ writes item by item, and rolls back by restoring a copy of the whole table), so 
 served under one lock, and transactions are made all-or-nothing (moto_transactions): the endpoint
 then behaves like DynamoDB's serializable transactions. Its CloudWatch reports the SQS queues' age
 metric as AWS does (moto_metrics). In front of it, an AwsFaultInjector answers chosen calls with the
-errors real AWS gives and moto never does (aws_faults)."""
+errors real AWS gives and moto never does (aws_faults). werkzeug serves it (saga/threaded_http.py), as it
+serves moto's own server mode."""
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import multiprocessing
 import signal
-import socket
 import threading
-import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
@@ -24,12 +22,11 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import urllib3
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.exceptions import InternalServerError
-from werkzeug.serving import BaseWSGIServer, make_server
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
 from saga.local import moto_deployment, moto_metrics, moto_queries, moto_transactions
 from saga.local.aws_faults import CONTROL_PATH, AwsFaultInjector, FaultRule
+from saga.threaded_http import ThreadedHttpServer
 
 
 class _Serialized:
@@ -42,78 +39,7 @@ class _Serialized:
             return list(self._app(environ, start_response))
 
 
-class _QuietHandler(MotoRequestHandler):
-    """moto's request handler, quiet, and keeping connections alive: werkzeug's dev server closes every
-    connection after one answer (it cannot tell where a request ends when the app leaves part of its body
-    unread), so each AWS call opened a TCP connection and a server thread of its own (200 BatchGetItems, 200
-    connections). Here the whole body is read before the app runs (by its Content-Length) and the answer
-    goes out with its own, so the connection is ready for the client's next call. A chunked request, which
-    no client of this endpoint sends, is left to werkzeug (and its connection closed)."""
-
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        _open_connections(self.server).add(self.connection)
-
-    def finish(self) -> None:
-        _open_connections(self.server).discard(self.connection)
-        super().finish()
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """One line per AWS call would drown the runtime's own logs."""
-
-    def run_wsgi(self) -> None:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self.close_connection = True
-            super().run_wsgi()
-            return
-        said = (self.headers.get("Content-Length") or "0").strip(" \t")
-        if not said.isdigit() or not said.isascii():
-            # Not a length (negative, a word): no way to tell where the body ends, so no next request either.
-            self.send_error(400, f"Content-Length {said[:40]!r} is not a length")
-            return
-        if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        environ = self.environ = self.make_environ()
-        length = int(said)
-        environ["wsgi.input"] = io.BytesIO(self.rfile.read(length) if length else b"")
-        answer: list[Any] = []
-
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[..., None]:
-            answer[:] = [status, headers]
-            return lambda data: None  # unused: every app here returns its body
-
-        try:
-            body = b"".join(self.server.app(environ, start_response))
-        except Exception:
-            self.log_error("Error on request:\n%s", traceback.format_exc())
-            body = b"".join(InternalServerError()(environ, start_response))
-        status, headers = answer
-        code, _, reason = str(status).partition(" ")
-        bodiless = int(code) in (204, 304) or int(code) < 200
-        try:
-            self.send_response(int(code), reason)
-            for name, value in headers:
-                if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                    self.send_header(name, value)
-            if not bodiless:
-                self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if not bodiless and environ["REQUEST_METHOD"] != "HEAD":
-                self.wfile.write(body)
-            self.wfile.flush()
-        except OSError:  # the client went away, or an injected ReplyLost shut the connection
-            self.close_connection = True
-
-
-def _open_connections(server: Any) -> set[socket.socket]:
-    """The connections `server` holds open (kept alive between calls): stopping it closes them too."""
-    connections: set[socket.socket] = server.__dict__.setdefault("open_connections", set())
-    return connections
-
-
-class MotoServer:
+class MotoServer(ThreadedHttpServer):
     """A moto server on host:port (port 0 picks a free one), served by a daemon thread."""
 
     def __init__(
@@ -127,43 +53,14 @@ class MotoServer:
         moto_queries.install()
         moto_deployment.install()
         moto_metrics.install()
-        self._host = host
         moto = moto_deployment.AccountSettings(DomainDispatcherApplication(create_backend_app))
         self.faults = AwsFaultInjector(_Serialized(moto), faults, fault_seed)
-        app = self.faults
-        # Bound here, not by werkzeug: on a busy port werkzeug prints its own lines and exits; this raises.
-        self._socket = socket.create_server((host, port))
-        self._server: BaseWSGIServer = make_server(
-            host, port, app, threaded=True, request_handler=_QuietHandler, fd=self._socket.fileno()
-        )
-        self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._socket.getsockname()[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._host}:{self.port}"
-
-    def start(self) -> MotoServer:
-        self._thread.start()
-        return self
+        super().__init__(self.faults, host, port, "moto")
 
     def reset(self) -> None:
         """Forget every resource (moto's backends are shared by the whole process)."""
         # A hang guard, not urllib3's default 3 s: a reset of every backend took 3.6-4.9 s on a loaded machine.
         urllib3.request("POST", f"{self.url}/moto-api/reset", timeout=60)
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._socket.close()
-        # A connection kept alive would go on being served by its thread: a stopped endpoint answers no one.
-        for connection in list(_open_connections(self._server)):
-            with contextlib.suppress(OSError):  # the client may have gone meanwhile
-                connection.shutdown(socket.SHUT_RDWR)
-        self._thread.join(timeout=5)
 
 
 class AwsFaultsClient:

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from functions.loans_api.domain import new_id
-from saga.local.ports import free_port
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from saga.ops.journeys import compare
 from shared import aws, tables
@@ -25,6 +24,7 @@ from shared.events import LoanEvent
 from tests.chaos.journeys import journey, record_of
 from tests.crashes import ConsumerDiesMidBatch, RelayDiesAfterPublish
 from tests.system import System
+from tools.ports import free_port
 
 SIMULATE = {"amount": 10000, "termMonths": 36}
 

@@ -34,17 +34,17 @@ from typing import Any
 import pytest
 import urllib3
 
-from saga.faultproxy.client import ToxiproxyClient
 from saga.faultproxy.server import FaultProxyServer
 from saga.local.aws_faults import FaultRule
-from saga.local.ports import free_port
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from saga.ops.journeys import compare
 from shared import aws
 from shared.events import LoanEvent, parse_event
 from tests.chaos.soak_agents import RACES, Agents, Command, Tally, VersionSampler, script
 from tests.crashes import ConsumerDiesMidBatch, RelayDiesAfterPublish, Strike, at_rate, once
+from tests.faultproxy_client import ToxiproxyClient
 from tests.system import LOANS_PROXY, STALL_SECONDS, System, wait_draining
+from tools.ports import free_port
 
 JOURNEYS = int(os.environ.get("SOAK_JOURNEYS", "16"))
 AGENTS = int(os.environ.get("SOAK_AGENTS", "16"))

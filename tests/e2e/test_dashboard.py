@@ -15,10 +15,10 @@ from html.parser import HTMLParser
 import pytest
 
 from saga import local_state
-from saga.docs import browser
 from saga.local.dashboard import OFF, REFRESH_SECONDS
 from shared import dashboard as board
 from shared import tables
+from tools.docs import browser
 
 # A hang guard, not a budget: how long the page may take to show what the runtime holds.
 PATIENCE_SECONDS = 180.0

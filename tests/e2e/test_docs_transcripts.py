@@ -1,6 +1,6 @@
 """Every command output the README and docs/ show is what a fresh `saga local` prints: the scenes
-(saga/docs/scenes.py) run again against a new runtime, and each marked block must match the committed one
-but for ids, times and durations (saga/docs/blocks.py). One runtime start for the whole module."""
+(tools/docs/scenes.py) run again against a new runtime, and each marked block must match the committed one
+but for ids, times and durations (tools/docs/blocks.py). One runtime start for the whole module."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from saga.docs import blocks, render, scenes
+from tools.docs import blocks, render, scenes
 
 # One run of every scene (~1 min here, 2 on a loaded machine) is the module fixture's: in the first test's time.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -30,7 +30,7 @@ def test_every_marked_block_is_a_scene_and_every_scene_is_marked():
 def test_the_committed_transcripts_are_what_a_fresh_run_prints(fresh_run):
     committed = {path: bodies for path, bodies in fresh_run.items() if path != AGAIN.path}
     found = render.differences(committed)
-    assert not found, "re-render with `python -m saga.docs` (make docs):\n\n" + "\n\n".join(found)
+    assert not found, "re-render with `python -m tools.docs` (make docs):\n\n" + "\n\n".join(found)
 
 
 def test_the_tour_can_be_run_again_and_answers_the_same(fresh_run):

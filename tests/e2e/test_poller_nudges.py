@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from saga.local.ports import free_port
 from saga.local.runtime import LocalRuntime, RuntimeConfig
 from saga.ops.journeys import compare
 from tests.chaos.journeys import journey, record_of
 from tests.system import System
+from tools.ports import free_port
 
 AN_HOUR = 3600.0
 

@@ -17,12 +17,12 @@ from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
-from saga.local.inprocess import InProcessHttp
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws
 from tests.support import ApiClient, quiet_metrics
+from tools.inprocess import InProcessHttp
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -6,8 +6,8 @@ import uuid
 from typing import Any
 
 from saga.links import naming
-from saga.local.inprocess import InProcessHttp
 from tests.support import ApiClient, json_of
+from tools.inprocess import InProcessHttp
 
 
 def new_journey(orchestrator: ApiClient, customer: str = "c-1") -> Any:

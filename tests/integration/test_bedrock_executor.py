@@ -14,11 +14,11 @@ from functions.orchestrator import bedrock, bootstrap
 from saga import bedrock_export
 from saga.links import link_body
 from saga.local.apigw import LambdaContextStub
-from saga.local.inprocess import InProcessHttp
 from shared.entry_points import Handler
 from tests.bedrock_events import ACTION_GROUP, action_event
 from tests.integration.journeys import truth
 from tests.support import ApiClient, json_of, quiet_metrics
+from tools.inprocess import InProcessHttp
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -17,11 +17,11 @@ from functions.orchestrator import bootstrap
 from functions.orchestrator.deadline import DYNAMO_BUDGET, RESPONSE_MARGIN_SECONDS
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.local.apigw import LambdaContextStub, http_response, proxy_event
-from saga.local.inprocess import InProcessHttp
 from shared import aws
 from shared.topology import COLD_INIT_ALLOWANCE_SECONDS, ORCHESTRATOR
 from tests.integration.journeys import truth_names
 from tests.support import FakeClock, json_of, quiet_metrics
+from tools.inprocess import InProcessHttp
 
 API_GATEWAY_INTEGRATION_TIMEOUT = 29.0
 

@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import urllib3
 
-from saga.faultproxy.client import ToxiproxyClient
 from saga.faultproxy.proxy import ProxyError
 from saga.faultproxy.server import FaultProxyServer
+from tests.faultproxy_client import ToxiproxyClient
 from tests.system import free_port
 
 

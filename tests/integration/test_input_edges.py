@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from bench.input_guard import WORST, Body
-from saga.local.inprocess import InProcessHttp
 from shared.json_input import MAX_DEPTH
 from shared.problems import MAX_LISTED_ERRORS, PROBLEM_CONTENT_TYPE
 from tests.integration.aws_calls import scan
 from tests.support import ApiClient, json_of
+from tools.inprocess import InProcessHttp
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

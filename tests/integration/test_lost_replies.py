@@ -1,5 +1,5 @@
 """The orchestrator over a link to loans-api that loses replies after the commit, answers 5xx, or holds an
-attempt back until after the agent's next command (saga/local/inprocess.py), on a moto server: retried with
+attempt back until after the agent's next command (tools/inprocess.py), on a moto server: retried with
 the same key and replayed, a 503 `retryable` once the schedule is spent, never a half-done compensation,
 and the next command catches up with what loans-api committed."""
 

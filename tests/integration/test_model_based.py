@@ -34,7 +34,6 @@ from functions.orchestrator.settings import OrchestratorSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
 from saga.links import naming
-from saga.local.inprocess import InProcessHttp
 from saga.local.pollers import StreamPoller
 from saga.local.resources import LocalResources, ProvisionClients, provision
 from saga.ops.journeys import compare
@@ -43,6 +42,7 @@ from shared.idempotency import Receipt
 from tests.crashes import RelayDiesAfterPublish
 from tests.integration.aws_calls import scan
 from tests.support import ApiClient, json_of, quiet_metrics
+from tools.inprocess import InProcessHttp
 
 if TYPE_CHECKING:
     pass

@@ -1,6 +1,6 @@
-"""The local runtime's AWS endpoint (saga/local/moto_server.py) keeps a client's connection open between
-its calls, as AWS does: werkzeug's dev server closed it after every answer, so each call paid a TCP
-connection (and a server thread) of its own."""
+"""The local runtime's AWS endpoint (saga/local/moto_server.py): a request it cannot frame is refused at
+once, and a stopped endpoint answers no one. (Served by werkzeug, it closes each connection after its
+answer: tests/integration/test_http_framing.py.)"""
 
 from __future__ import annotations
 
@@ -9,29 +9,8 @@ from typing import Any
 
 import pytest
 
-from saga.local.aws_faults import AwsFaultInjector
 from saga.local.moto_server import MotoServer
 from shared import aws
-
-
-def test_a_client_makes_its_calls_over_the_connection_it_opened_first(moto_server: MotoServer, monkeypatch):
-    # Given the endpoint noting the client port of every call it serves
-    ports: list[str] = []
-    serve = AwsFaultInjector.__call__
-
-    def noting(self: AwsFaultInjector, environ: dict[str, Any], start_response: Any) -> Any:
-        ports.append(str(environ.get("REMOTE_PORT")))
-        return serve(self, environ, start_response)
-
-    monkeypatch.setattr(AwsFaultInjector, "__call__", noting)
-    # When one botocore client (what every function uses) makes 20 calls, one after the other
-    dynamodb = aws.client("dynamodb", "us-east-1", moto_server.url)
-    for _ in range(20):
-        dynamodb.list_tables()
-    # Then all of them came over one connection
-    assert len(ports) == 20, ports
-    assert len(set(ports)) == 1, f"{len(set(ports))} connections for 20 calls"
-
 
 HANG_GUARD_SECONDS = 60  # only an endpoint waiting for a body that never comes takes this long
 
@@ -52,8 +31,8 @@ def test_a_request_whose_content_length_is_not_a_length_is_answered_400_not_left
     assert answer.startswith(b"HTTP/1.1 400"), answer
 
 
-def test_a_stopped_endpoint_answers_no_one_not_even_a_client_whose_connection_it_kept_alive():
-    # Given an endpoint of its own, and a client that made a call over a connection the endpoint kept open
+def test_a_stopped_endpoint_answers_no_one():
+    # Given an endpoint of its own, and a client that made a call
     server = MotoServer().start()
     dynamodb = aws.client("dynamodb", "us-east-1", server.url, aws.AwsCallBudget(max_attempts=1))
     dynamodb.list_tables()

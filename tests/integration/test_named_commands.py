@@ -8,9 +8,9 @@ import pytest
 
 from functions.loans_api.history import HISTORY_PAGE
 from saga.links import link, link_body
-from saga.local.inprocess import InProcessHttp
 from tests.integration.journeys import command, journey_in, new_journey, simulate, truth
 from tests.support import ApiClient, json_of
+from tools.inprocess import InProcessHttp
 
 PROBLEM = "urn:loan-saga:problem:"
 

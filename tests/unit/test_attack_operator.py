@@ -18,12 +18,12 @@ import pytest
 from functions.orchestrator.retry import RetryPolicy
 from functions.relay.sweeper import Cursor, Entry, pending_now
 from saga import cli
-from saga.docs.blocks import normalized
 from saga.ops import road2
 from saga.verify import checks
 from shared import event_ids, outbox
 from shared.events import LoanEvent, LoanSnapshot
 from shared.keys import changes_partition
+from tools.docs.blocks import normalized
 
 ROOT = Path(__file__).resolve().parents[2]
 

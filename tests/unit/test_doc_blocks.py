@@ -1,12 +1,12 @@
-"""The docs' transcript blocks (saga/docs/blocks.py): found by their markers, rewritten in place, and
+"""The docs' transcript blocks (tools/docs/blocks.py): found by their markers, rewritten in place, and
 compared on everything but ids, times and durations."""
 
 from __future__ import annotations
 
 import pytest
 
-from saga.docs import render as render_module
-from saga.docs.blocks import UnknownBlock, blocks, normalized, render
+from tools.docs import render as render_module
+from tools.docs.blocks import UnknownBlock, blocks, normalized, render
 
 PAGE = """# A page
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from saga.local import ports
+from tools import ports
 
 
 def test_no_port_is_handed_out_twice_and_each_can_be_bound():

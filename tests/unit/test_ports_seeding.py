@@ -1,11 +1,11 @@
-"""saga/local/ports.py draws from a generator of its own: a test that seeds `random` does not make every
+"""tools/ports.py draws from a generator of its own: a test that seeds `random` does not make every
 process hand out the same ports."""
 
 from __future__ import annotations
 
 import random
 
-from saga.local import ports
+from tools import ports
 
 
 def draws_after_seeding(monkeypatch, seed: int) -> list[int]:

@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 from functions.orchestrator.deadline import RESPONSE_MARGIN_SECONDS, DeadlineReached, RequestDeadline
 from functions.orchestrator.retry import RetryingLoansClient, RetryPolicy
-from saga.local.inprocess import FakeHttpResponse
 from shared.errors import UpstreamUnavailable
 from shared.loans_client import HttpLoansClient, LoansReply, LoansRequest, TransientLoansError
 from tests.support import FakeClock
+from tools.inprocess import FakeHttpResponse
 
 REQUEST = LoansRequest("POST", "/simulations", {"a": 1}, "k")
 

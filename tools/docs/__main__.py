@@ -1,4 +1,4 @@
-"""`python -m saga.docs` (or `make docs`): run every scene against a fresh `saga local` and rewrite the
+"""`python -m tools.docs` (or `make docs`): run every scene against a fresh `saga local` and rewrite the
 marked blocks of the README and docs/ with what it printed, and take docs/dashboard.png, the picture of its
 dashboard the README shows. `--check` rewrites nothing and exits 1 when
 a committed block differs from this run beyond ids, times and durations."""
@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from saga.docs import render
+from tools.docs import render
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m saga.docs", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.docs", description=__doc__)
     parser.add_argument("--check", action="store_true", help="compare with the committed blocks; write nothing")
     args = parser.parse_args()
     rendered = render.transcripts(screenshot=None if args.check else render.DASHBOARD_PICTURE)

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from saga.docs.session import Runtime, Shell
 from shared import aws, tables
 from shared.dynamo import from_item, to_item
 from shared.keys import EVENT_PREFIX, journey_pk
+from tools.docs.session import Runtime, Shell
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import urllib3
 
-from saga.local.ports import free_port
+from tools.ports import free_port
 
 # What `make run` listens on (saga/cli_servers.py's defaults), as the docs show it.
 DEFAULT_PORTS = {"orchestrator": 3000, "loans-api": 3001, "aws": 4566, "dashboard": 3002}

@@ -7,9 +7,9 @@ import tempfile
 from pathlib import Path
 
 from saga import cli_servers
-from saga.docs import blocks, browser
-from saga.docs.scenes import PAGES, Block, Output, Page, Run, Wait
-from saga.docs.session import Runtime, Shell, local_runtime, wait_for
+from tools.docs import blocks, browser
+from tools.docs.scenes import PAGES, Block, Output, Page, Run, Wait
+from tools.docs.session import Runtime, Shell, local_runtime, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD_PICTURE = ROOT / "docs" / "dashboard.png"
