@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ.update(
     {
@@ -29,6 +30,15 @@ if os.environ.get("CI"):
 
 
 import pytest  # noqa: E402
+
+# Every failing assertion says why, with values: pytest rewrites the asserts of test modules and conftests
+# only, so a helper's `assert status == 201` (tests/system.py, tests/chaos/journeys.py, ...) would fail with
+# a bare AssertionError. Every other module of the tests package is rewritten too (before any is imported).
+pytest.register_assert_rewrite(*(
+    ".".join(path.relative_to(Path(__file__).parent.parent).with_suffix("").parts)
+    for path in Path(__file__).parent.rglob("*.py")
+    if not path.name.startswith(("test_", "conftest", "__init__"))
+))  # fmt: skip
 
 # `make test` runs on every core (pytest-xdist, --dist loadgroup), which spreads a module's tests over the
 # workers: the tests that share an expensive fixture run on one worker (a group), which builds it once:
