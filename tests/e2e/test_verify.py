@@ -21,6 +21,7 @@ from saga.local.resources import LocalResources, provision
 from shared import aws
 from shared.capacity import DEFAULT_CAPACITY
 from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
+from tests.support import PROCESS_PATIENCE
 from tests.system import PATIENCE
 
 if TYPE_CHECKING:
@@ -63,7 +64,9 @@ class Deployment:
         environment["AWS_ENDPOINT_URL"] = self.endpoint
         wait = str(PATIENCE)  # a bound on road 2 and the alarm topic, generous: each check ends once it holds
         command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", wait, *args]
-        return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=180, check=False)
+        return subprocess.run(
+            command, capture_output=True, text=True, env=environment, timeout=PROCESS_PATIENCE, check=False
+        )
 
     def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
         """`saga verify --stack STACK --json`: its exit code, and each check's outcome by name."""

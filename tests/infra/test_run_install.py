@@ -234,7 +234,7 @@ def test_make_test_runs_mypy_alongside_pytest_fails_if_either_does_and_ends_with
     fake_tool(bin_dir, "pytest", f'touch {started}; echo pytest ran "$@"; exit {pytest_exit}\n')
     # When `make test` runs
     done = subprocess.run(["make", "--no-print-directory", "-C", str(packaging.ROOT), "test", f"VENV={venv}"],
-                          check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+                          check=False, capture_output=True, text=True, timeout=PROCESS_PATIENCE)  # fmt: skip
     # Then it passes only when both passed, mypy's report follows pytest's, and the last line says how long it took
     assert (done.returncode == 0) is passes, done.stdout + done.stderr
     lines = done.stdout.splitlines()
