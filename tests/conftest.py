@@ -58,6 +58,11 @@ ONE_WORKER = {
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook names each item by them)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The long tests (marked `slow`) first: xdist hands out the groups biggest first, then every other test in
+    # this order, so a long test is never the last one left while the other worker has nothing to do (the
+    # bench smoke and the model-based test came after most of tests/integration). A stable sort: the tests of
+    # a module stay together (the `slow` marks are per module, or on a module's only long test).
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     for item in items:
         group = _group(item.nodeid)
         if group is not None:

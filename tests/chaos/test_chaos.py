@@ -13,6 +13,8 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+
 from functions.orchestrator.settings import OrchestratorSettings
 from saga.links import naming
 from saga.ops.journeys import compare
@@ -184,6 +186,7 @@ class Agent:
         return str(jid)
 
 
+@pytest.mark.slow
 def test_8_fifty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_double_nothing(
     system, clean_proxy, capsys
 ):
