@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ.update(
     {
@@ -30,6 +31,15 @@ if os.environ.get("CI"):
 
 import pytest  # noqa: E402
 
+# Every failing assertion says why, with values: pytest rewrites the asserts of test modules and conftests
+# only, so a helper's `assert status == 201` (tests/system.py, tests/chaos/journeys.py, ...) would fail with
+# a bare AssertionError. Every other module of the tests package is rewritten too (before any is imported).
+pytest.register_assert_rewrite(*(
+    ".".join(path.relative_to(Path(__file__).parent.parent).with_suffix("").parts)
+    for path in Path(__file__).parent.rglob("*.py")
+    if not path.name.startswith(("test_", "conftest", "__init__"))
+))  # fmt: skip
+
 # `make test` runs on every core (pytest-xdist, --dist loadgroup), which spreads a module's tests over the
 # workers: the tests that share an expensive fixture run on one worker (a group), which builds it once:
 # tests/infra the stack's two synthesized templates, the docs' transcripts one run of every scene, the two
@@ -48,6 +58,11 @@ ONE_WORKER = {
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its own hook names each item by them)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The long tests (marked `slow`) first: xdist hands out the groups biggest first, then every other test in
+    # this order, so a long test is never the last one left while the other worker has nothing to do (the
+    # bench smoke and the model-based test came after most of tests/integration). A stable sort: the tests of
+    # a module stay together (the `slow` marks are per module, or on a module's only long test).
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     for item in items:
         group = _group(item.nodeid)
         if group is not None:

@@ -15,6 +15,11 @@ from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, pro
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
+# How long a subprocess the tests run (a `saga` command, `make -n`, a fresh interpreter's import check) may take
+# before it counts as hung: it ends as soon as it is done, and at a load average of 20 on 2 cores an import
+# that takes 2 s of CPU can take a minute, so a guard of a minute would turn a busy machine into a red test.
+PROCESS_PATIENCE = 600.0
+
 # The orchestrator's operations an agent calls (its document also has `health`).
 AGENT_OPERATIONS = frozenset(
     {"createJourney", "listJourneys", "getJourney", "simulateLoan", "acceptSimulation", "disburseLoan", "cancelJourney"}

@@ -21,6 +21,7 @@ import urllib3
 from saga.faultproxy.server import FaultProxyServer
 from saga.links import naming
 from tests.faultproxy_client import ToxiproxyClient
+from tests.support import PROCESS_PATIENCE
 from tools import ports
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class System:
             "--loans-api-url",
             self.loans_url,
         ]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=PROCESS_PATIENCE, check=False)
         return done.returncode, done.stdout + done.stderr
 
     def wait_for(self, predicate: Any, timeout: float = PATIENCE, interval: float = 0.1) -> Any:

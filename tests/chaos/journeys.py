@@ -11,7 +11,7 @@ from tests.system import System, wait_draining
 
 def journey(system: System) -> str:
     status, record = system.api("POST", "/journeys", {"customerId": "chaos"}, Idempotency_Key=str(uuid.uuid4()))
-    assert status == 201
+    assert status == 201, record
     return str(record["journeyId"])
 
 

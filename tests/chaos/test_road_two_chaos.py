@@ -92,7 +92,7 @@ def commit_directly(system: System, jid: str) -> list[dict[str, Any]]:
     status, simulation, _ = system.call("POST", f"{system.loans_url}/simulations",
                                         {"journeyId": jid, "amount": 5000, "termMonths": 12},
                                         {"Idempotency-Key": f"{jid}-1"})  # fmt: skip
-    assert status == 201
+    assert status == 201, simulation
     _, acceptance, _ = system.call("POST", f"{system.loans_url}/acceptances",
                                    {"journeyId": jid, "simulationId": simulation["simulationId"]},
                                    {"Idempotency-Key": f"{jid}-2"})  # fmt: skip

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared import aws, tables
+from tests.support import PROCESS_PATIENCE
 from tests.system import free_port, read_log, start_local, stop_local
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def run_saga(*args: str, state_file: Path | None = None, urls: tuple[str, ...] =
         [sys.executable, "-m", "saga.cli", *args, *urls],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_PATIENCE,
         check=False,
         env=env,
     )

@@ -17,6 +17,7 @@ from openapi_spec_validator.validation import OpenAPIV30SpecValidator
 
 from saga.ops.demo import follow_links
 from saga.ops.target import Target
+from tests.support import PROCESS_PATIENCE
 
 
 def test_saga_openapi_prints_the_served_document_and_its_bedrock_export(system, tmp_path):
@@ -46,7 +47,7 @@ def test_a_generated_client_runs_a_whole_journey_with_a_replay_and_a_409(system,
         [*generate, "--config", str(config), "--output-path", str(tmp_path / "gen"), "--meta", "none"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_PATIENCE,
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

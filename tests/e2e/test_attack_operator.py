@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from shared import tables
+from tests.support import PROCESS_PATIENCE
 from tests.system import free_port
 
 
@@ -77,7 +78,7 @@ def test_saga_local_given_one_port_for_both_apis_says_so_instead_of_blaming_anot
         capture_output=True,
         text=True,
         check=False,
-        timeout=120,
+        timeout=PROCESS_PATIENCE,
     )
     code, said = done.returncode, done.stdout + done.stderr
     # Then it cannot start (1), and the one line says the two flags name the same port, not "stop what

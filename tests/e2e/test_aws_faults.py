@@ -56,7 +56,7 @@ def test_a_throttled_journeys_table_is_a_retryable_503_and_the_agents_retry_conv
 def test_loans_api_conflicts_and_lost_dynamodb_replies_are_invisible_to_the_agent(system, clean_proxy, aws_faults):
     # Given loans-api's transactions: every other one cancelled by a conflict, and lost replies after commit
     status, record = system.api("POST", "/journeys", {"customerId": "conflicted"}, Idempotency_Key="conflicted-1")
-    assert status == 201
+    assert status == 201, record
     jid = record["journeyId"]
     before = injected(system)
     match = f'"{LOANS_TABLE.local_name}"'

@@ -29,7 +29,7 @@ def at_once(calls: list[Callable[[], Any]]) -> list[Any]:
 
 def journey_in(system, state: str) -> str:
     status, record = system.api("POST", "/journeys", {"customerId": "race"}, Idempotency_Key=str(uuid.uuid4()))
-    assert status == 201
+    assert status == 201, record
     jid = str(record["journeyId"])
     if state in ("simulated", "accepted"):
         assert system.api("POST", f"/journeys/{jid}/simulate", TERMS)[0] == 200

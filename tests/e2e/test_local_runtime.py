@@ -14,7 +14,7 @@ from tests.system import LOANS_PROXY, free_port, queued, read_log, start_local, 
 
 def new_journey(system) -> dict:
     status, record = system.api("POST", "/journeys", {"customerId": "e2e"}, Idempotency_Key=str(uuid.uuid4()))
-    assert status == 201
+    assert status == 201, record
     return dict(record)
 
 
@@ -51,7 +51,7 @@ def test_the_backstop_alone_applies_the_event_when_road_one_is_cut(system, clean
     )
     elapsed = time.monotonic() - started
     # Then it is told to retry after the whole schedule, and loans-api committed exactly once
-    assert status == 503
+    assert status == 503, problem
     assert problem["retryable"] is True
     assert elapsed > 12
     truth = system.truth(record["journeyId"])
@@ -82,7 +82,7 @@ def test_saga_status_shows_an_empty_outbox_queue_and_dlq_once_road_2_drained(sys
     assert report, "the outbox did not drain"
     assert report["queues"]["eventsDlq"]["visible"] == 0
     code, human = system.saga("status")
-    assert code == 0
+    assert code == 0, human
     assert "outbox pending" in human
 
 
@@ -104,7 +104,7 @@ def test_a_poison_message_shows_in_dlq_list_and_a_redrive_dry_run_leaves_it_ther
     assert entries, "the poison message never reached the DLQ"
     assert entries[0]["receiveCount"] >= 3
     code, out = system.saga("dlq", "redrive", "--dry-run")
-    assert code == 0
+    assert code == 0, out
     assert "would move" in out
     assert entries[0]["messageId"] in out
     code, out = system.saga("dlq", "list", "--json")

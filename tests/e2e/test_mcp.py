@@ -26,6 +26,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from saga.links import link_body
 from saga.openapi_tools import KEY_ARGUMENT
 from tests.e2e.fake_aws import REGION, FakeAws
+from tests.support import PROCESS_PATIENCE
 from tests.system import PATIENCE, free_port
 
 pytestmark = pytest.mark.slow
@@ -98,7 +99,7 @@ def assert_tools_match(document: dict[str, Any], tools: dict[str, Any]) -> None:
 def test_an_agent_drives_a_whole_journey_through_saga_mcp(system):
     # Given `saga local`, its OpenAPI document, and `saga mcp` pointed at it
     status, document, _ = system.call("GET", f"{system.api_url}/openapi.json")
-    assert status == 200
+    assert status == 200, document
     journey_arg = path_parameter(document, "getJourney")
     seen: dict[str, Any] = {}
 
@@ -245,7 +246,7 @@ def test_saga_mcp_waits_a_bounded_time_for_an_orchestrator_that_is_not_up_and_sa
     url = f"http://127.0.0.1:{free_port()}"
     command = [sys.executable, "-m", "saga.cli", "mcp", "--api-url", url, "--wait", "2"]
     # When `saga mcp` starts with a 2 s wait
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=PROCESS_PATIENCE, check=False)
     # Then it said on stderr that it waits, then gave up with an error naming the URL (stdout stays clean)
     assert f"the orchestrator at {url} is not up yet" in done.stderr
     assert "waiting up to 2 s" in done.stderr

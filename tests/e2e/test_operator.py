@@ -212,8 +212,8 @@ def test_forged_events_on_the_local_topic_and_queue_change_no_record_and_land_in
     _, now = system.api("GET", f"/journeys/{jid}")
     assert now == target
     # And the journey goes on (a simulate is answered, not wedged)
-    status, _ = system.api("POST", f"/journeys/{jid}/simulate", {"amount": 6000, "termMonths": 12})
-    assert status == 200
+    status, answer = system.api("POST", f"/journeys/{jid}/simulate", {"amount": 6000, "termMonths": 12})
+    assert status == 200, answer
     # (the DLQ is left as other tests expect it: without this test's messages)
     for _ in range(10):
         batch = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=0).get("Messages", [])
@@ -411,7 +411,7 @@ def test_a_relay_failure_fails_the_check_until_the_sweeper_republishes_then_is_c
     for queue in (tables.EVENTS_QUEUE, tables.EVENTS_DLQ):
         road2_off.empty(queue)
     status, record = http("POST", f"{road2_off.api_url}/journeys", {"customerId": "relay"}, key=f"relay-{uuid.uuid4()}")
-    assert status == 201
+    assert status == 201, record
     journey_id = record["journeyId"]
     faults = AwsFaultsClient(road2_off.aws_url)
     faults.add(FaultRule("sns", "PublishBatch", "PublishBatchFailed", match=journey_id))

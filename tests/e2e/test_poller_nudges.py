@@ -39,7 +39,7 @@ def test_an_event_loans_api_committed_reaches_the_record_by_road_2_woken_by_nudg
     status, simulation, _ = sleepy.call("POST", f"{sleepy.loans_url}/simulations",
                                         {"journeyId": jid, "amount": 5000, "termMonths": 12},
                                         {"Idempotency-Key": f"{jid}-1"})  # fmt: skip
-    assert status == 201
+    assert status == 201, simulation
 
     # When only the orchestrator is asked (loans-api's own reads would nudge the relay again)
     def applied() -> Any:

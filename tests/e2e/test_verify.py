@@ -21,6 +21,7 @@ from saga.local.resources import LocalResources, provision
 from shared import aws
 from shared.capacity import DEFAULT_CAPACITY
 from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
+from tests.support import PROCESS_PATIENCE
 from tests.system import PATIENCE
 
 if TYPE_CHECKING:
@@ -63,7 +64,9 @@ class Deployment:
         environment["AWS_ENDPOINT_URL"] = self.endpoint
         wait = str(PATIENCE)  # a bound on road 2 and the alarm topic, generous: each check ends once it holds
         command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", wait, *args]
-        return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=180, check=False)
+        return subprocess.run(
+            command, capture_output=True, text=True, env=environment, timeout=PROCESS_PATIENCE, check=False
+        )
 
     def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
         """`saga verify --stack STACK --json`: its exit code, and each check's outcome by name."""
@@ -137,7 +140,7 @@ def test_a_sound_deployment_passes_every_check_and_leaves_its_journey_disbursed(
     code, checks = deployment.verify(stack)
     # Then every check holds, and it exits 0
     assert failed(checks) == set(), checks
-    assert code == 0
+    assert code == 0, checks
     assert "512 ms" in checks["functions"]["detail"]  # the cold start read from the REPORT lines
     # the consumer's mapping scales to 10, and one each for the 5 other functions
     peak = DEFAULT_CAPACITY.consumer_max_concurrency + 5  # the consumer as far as it scales, one of each other
@@ -169,7 +172,7 @@ def verified_with_logging_role(deployment, stack, arn: str):
 def test_an_account_without_api_gateways_logging_role_fails_that_check(deployment):
     code, checks = verified_with_logging_role(deployment, deployment.stack("NoLoggingRole"), "")
     assert failed(checks) == {"api-gateway-logging-role"}, checks
-    assert code == 1
+    assert code == 1, checks
     assert "update-account" in checks["api-gateway-logging-role"]["next"]
 
 
@@ -181,7 +184,7 @@ def test_an_account_whose_logging_role_was_deleted_fails_that_check(deployment):
     code, checks = verified_with_logging_role(deployment, stack, arn)
     # Then the logging-role check fails, saying the role does not exist, and only it
     assert failed(checks) == {"api-gateway-logging-role"}, checks
-    assert code == 1
+    assert code == 1, checks
     assert f"{arn} does not exist" in checks["api-gateway-logging-role"]["detail"], checks["api-gateway-logging-role"]
 
 
@@ -194,29 +197,29 @@ def test_an_account_that_cannot_run_one_of_each_function_fails_the_concurrency_c
         code, checks = deployment.verify(stack)
     finally:  # the account is shared by this module's stacks
         lambda_.delete_function_concurrency(FunctionName=f"{stack}-relay")
-    assert failed(checks) == {"lambda-concurrency"}
-    assert code == 1
+    assert failed(checks) == {"lambda-concurrency"}, checks
+    assert code == 1, checks
     assert "needs at least 6 at once" in checks["lambda-concurrency"]["detail"]
 
 
 def test_a_consumer_scaling_past_what_the_account_leaves_unreserved_is_said_not_failed(deployment):
     # Given a consumer that scales to all of an account of 1,000: it runs, and throttles at a full backlog
     _, checks = deployment.verify(deployment.stack("Greedy", consumer_concurrency=1000))
-    assert "lambda-concurrency" not in failed(checks)
+    assert "lambda-concurrency" not in failed(checks), checks
     assert "may ask for 1005" in checks["lambda-concurrency"]["detail"]
 
 
 def test_a_disabled_relay_mapping_fails_the_event_source_check(deployment):
     code, checks = deployment.verify(deployment.stack("Disabled", relay_mapping_enabled=False))
-    assert failed(checks) == {"event-source-mappings"}
-    assert code == 1
+    assert failed(checks) == {"event-source-mappings"}, checks
+    assert code == 1, checks
     assert "Disabled" in checks["event-source-mappings"]["detail"]
 
 
 def test_a_function_on_the_wrong_architecture_fails_the_functions_check(deployment):
     code, checks = deployment.verify(deployment.stack("X86", architecture="x86_64"))
-    assert failed(checks) == {"functions"}
-    assert code == 1
+    assert failed(checks) == {"functions"}, checks
+    assert code == 1, checks
     assert "relay: architecture x86_64 (expected arm64)" in checks["functions"]["detail"]
 
 
@@ -224,11 +227,11 @@ def test_the_bedrock_executor_when_deployed_is_checked_like_every_function(deplo
     # Given a stack deployed with -c bedrockAgent=true whose executor runs on the wrong architecture
     code, checks = deployment.verify(deployment.stack("WithBedrock", bedrock_executor_architecture="x86_64"))
     # Then the functions check names it (and a sound one passes: the other tests' stacks have none)
-    assert failed(checks) == {"functions"}
-    assert code == 1
+    assert failed(checks) == {"functions"}, checks
+    assert code == 1, checks
     assert "bedrock-executor: architecture x86_64 (expected arm64)" in checks["functions"]["detail"]
     _, sound = deployment.verify(deployment.stack("WithSoundBedrock", bedrock_executor_architecture="arm64"))
-    assert "functions" not in failed(sound)
+    assert "functions" not in failed(sound), sound
     assert "bedrock-executor" in sound["functions"]["detail"]
 
 
@@ -240,8 +243,8 @@ def test_a_message_in_the_dlq_fails_the_queues_check(deployment):
         code, checks = deployment.verify(stack)
     finally:
         sqs.purge_queue(QueueUrl=deployment.resources.events_dlq_url)
-    assert failed(checks) == {"queues-empty"}
-    assert code == 1
+    assert failed(checks) == {"queues-empty"}, checks
+    assert code == 1, checks
     assert checks["queues-empty"]["detail"] == "events DLQ: 1"
 
 
@@ -252,14 +255,14 @@ def test_an_orchestrator_open_to_unsigned_calls_fails_that_check(deployment):
         code, checks = deployment.verify(stack)
     finally:
         deployment.gateways["orchestrator"].open = False
-    assert failed(checks) == {"unsigned-refused"}
-    assert code == 1
+    assert failed(checks) == {"unsigned-refused"}, checks
+    assert code == 1, checks
 
 
 def test_a_dashboard_metric_under_dimensions_nothing_writes_fails_the_metrics_check(deployment):
     code, checks = deployment.verify(deployment.stack("WrongDimension", extra_metric_service="relays"))
-    assert failed(checks) == {"dashboard-metrics"}
-    assert code == 1
+    assert failed(checks) == {"dashboard-metrics"}, checks
+    assert code == 1, checks
     assert "LoanSaga/WrongDimension/EventsPublished{service=relays}" in checks["dashboard-metrics"]["detail"]
 
 
@@ -270,13 +273,13 @@ def test_a_loans_api_open_to_any_signer_fails_that_check(deployment):
         code, checks = deployment.verify(stack)
     finally:
         deployment.gateways["loans-api"].open = False
-    assert failed(checks) == {"loans-api-refused"}
-    assert code == 1
+    assert failed(checks) == {"loans-api-refused"}, checks
+    assert code == 1, checks
 
 
 def test_for_a_human_each_failed_check_is_a_fail_line_with_what_to_do_next(deployment):
     done = deployment.run("--stack", deployment.stack("ForHumans", architecture="x86_64"))
-    assert done.returncode == 1
+    assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert any(line.startswith("FAIL functions: relay: architecture x86_64") for line in lines), done.stdout
     assert any(line.startswith("ok   signed-journey: journey ") for line in lines), done.stdout
@@ -286,7 +289,7 @@ def test_for_a_human_each_failed_check_is_a_fail_line_with_what_to_do_next(deplo
 
 def test_a_stack_that_cannot_be_read_exits_2_with_a_problem_document(deployment):
     done = deployment.run("--stack", "NoSuchStack", "--json")
-    assert done.returncode == 2
+    assert done.returncode == 2, done.stdout + done.stderr
     problem = json.loads(done.stdout)
     assert (problem["status"], problem["title"]) == (503, "cannot read the stack")
     assert "NoSuchStack" in done.stderr

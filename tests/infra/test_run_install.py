@@ -23,6 +23,7 @@ from packaging.requirements import Requirement
 
 from infra import packaging
 from tests.infra.test_packaging import DEV_LOCK, RUN_LOCK, lock_command, pins
+from tests.support import PROCESS_PATIENCE
 
 # What `make run` runs: the `saga` commands (saga/), the functions `saga local` serves (functions/) and
 # what both share (shared/). infra/ (the CDK app) and bench/ are the dev lock's.
@@ -76,7 +77,9 @@ def third_party_imports() -> dict[str, set[str]]:
 def planned(*arguments: str) -> list[str]:
     """What `make ARGUMENTS` would run (make -n: the commands, printed, none run)."""
     command = ["make", "-n", "--no-print-directory", "-C", str(packaging.ROOT), *arguments]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=PROCESS_PATIENCE, check=True
+    ).stdout.splitlines()
 
 
 def test_the_run_lock_is_the_dev_locks_versions_of_what_it_holds():
@@ -231,7 +234,7 @@ def test_make_test_runs_mypy_alongside_pytest_fails_if_either_does_and_ends_with
     fake_tool(bin_dir, "pytest", f'touch {started}; echo pytest ran "$@"; exit {pytest_exit}\n')
     # When `make test` runs
     done = subprocess.run(["make", "--no-print-directory", "-C", str(packaging.ROOT), "test", f"VENV={venv}"],
-                          check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+                          check=False, capture_output=True, text=True, timeout=PROCESS_PATIENCE)  # fmt: skip
     # Then it passes only when both passed, mypy's report follows pytest's, and the last line says how long it took
     assert (done.returncode == 0) is passes, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -267,7 +270,7 @@ def test_an_interrupted_make_test_leaves_no_mypy_running(tmp_path):
         pid = int(mypy_pid.read_text())
         # When the developer presses Ctrl-C (SIGINT to make's whole process group, as a terminal sends it)
         os.killpg(make.pid, signal.SIGINT)
-        make.wait(timeout=60)
+        make.wait(timeout=PROCESS_PATIENCE)
         # Then once make has ended, its mypy has ended too (not left checking on a shared machine, alone)
         state = Path(f"/proc/{pid}/status")
         assert not state.exists() or "\nState:\tZ" in state.read_text(), "mypy still runs after make ended"

@@ -10,6 +10,7 @@ from bench.scale import main as scale_main
 
 # A hang guard, far above a loaded machine's run (the smoke spawns ~35 interpreters: the AWS endpoint, cold
 # starts, every container of the local runtime; 10 minutes at a load average of 30 on 2 cores).
+@pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_a_smoke_run_writes_every_figure_and_the_report_renders_again_from_its_measured_file(tmp_path):
     # Given a smoke run of the whole benchmark

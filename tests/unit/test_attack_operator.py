@@ -23,6 +23,7 @@ from saga.verify import checks
 from shared import event_ids, outbox
 from shared.events import LoanEvent, LoanSnapshot
 from shared.keys import changes_partition
+from tests.support import PROCESS_PATIENCE
 from tools.docs.blocks import normalized
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def test_make_run_passes_its_args_to_saga_local_as_the_readme_says():
         capture_output=True,
         text=True,
         check=False,
-        timeout=30,
+        timeout=PROCESS_PATIENCE,
     )
     # Then the recipe starts saga local with that flag (today: `$(BIN)/saga local`, ARGS dropped)
     [start] = [line for line in done.stdout.splitlines() if "saga local" in line]
@@ -142,7 +143,7 @@ def test_a_wrong_command_line_with_json_still_prints_one_json_document():
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
+        timeout=PROCESS_PATIENCE,
     )
     # Then it exits 2 and stdout is the problem document `saga --help` promises for every --json command
     assert done.returncode == 2, done.stderr

@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+from tests.support import PROCESS_PATIENCE
+
 HANDLERS = [f"functions.{name}.handler" for name in ("orchestrator", "loans_api", "relay", "consumer", "auditor")]
 # Powertools' parser models too: no function parses with them, and the batch utility imports them (the relay's
 # cold start paid for them) whenever pydantic is loaded before it.
@@ -26,7 +28,7 @@ def _run(code: str, **env: str) -> str:
         env={**clean, "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_PATIENCE,
         check=False,
     )
     assert done.returncode == 0, done.stderr
