@@ -3,9 +3,10 @@
 
 Each body is at most the 64 KiB the guards admit and is the worst found for one stage: the input guard
 (`shared.guards.refusal`: size, media type, encoding, the JSON depth scan and parse of
-`shared/json_input.py`), the resolver (which reads the guard's parse: a body is parsed once), pydantic's validation of the request models and the
-422's rendering. Each is timed through the guard alone and through each API's whole handler (built by
-its composition root, as the local runtime serves it), to the problem it answers. No body reaches a
+`shared/json_input.py`), the resolver (which reads the guard's parse: a body is parsed once), pydantic's
+validation of the request models and the 422's rendering. Each is timed through the guard alone and
+through each API's whole handler (built by its composition root, as the local runtime serves it), to the
+problem it answers. No body reaches a
 service, so the handlers' AWS endpoint is never called. tests/unit/test_json_input.py and
 tests/integration/test_input_edges.py assert each body's answer; only this module times them.
 
