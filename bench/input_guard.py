@@ -6,9 +6,9 @@ Each body is at most the 64 KiB the guards admit and is the worst found for one 
 `shared/json_input.py`), the resolver (which reads the guard's parse: a body is parsed once), pydantic's
 validation of the request models and the 422's rendering. Each is timed through the guard alone and
 through each API's whole handler (built by its composition root, as the local runtime serves it), to the
-problem it answers. No body reaches a
-service, so the handlers' AWS endpoint is never called. tests/unit/test_json_input.py and
-tests/integration/test_input_edges.py assert each body's answer; only this module times them.
+problem it answers. No body reaches a service, so the handlers' AWS endpoint is never called.
+tests/unit/test_json_input.py and tests/integration/test_input_edges.py assert each body's answer; only
+this module times them.
 
 `python -m bench.input_guard --into bench/measured.json` measures this figure alone and writes it into
 a measured file, for `python -m bench.run --render-only`."""
