@@ -30,6 +30,8 @@ from shared import topology
 from shared.topology import SILENT_PERIODS
 
 PERIOD = Duration.minutes(1)
+# What a silence alarm's reader looks for in the function's logs, beyond its errors.
+LOGS_HINT = {names.SWEEPER: " (a sweeper run's lines carry its `sweeper_lane`: the lane missing is the silent one)"}
 # The audit's metrics are read over its schedule's period.
 AUDIT_PERIOD = schedule(topology.AUDITOR)
 
@@ -144,8 +146,7 @@ class Observability(Construct):
                 0,
                 f"The {service}'s schedule fired and no run reported, {SILENT_PERIODS[service]} periods in a row: "
                 f"its runs are throttled, failing before they report, or stuck. Read the {service} function's "
-                "logs (a sweeper run's lines carry its `sweeper_lane`: the lane missing is the silent one) and "
-                "its Errors and Throttles alarms.",
+                f"logs{LOGS_HINT.get(service, '')} and its Errors and Throttles alarms.",
                 periods=SILENT_PERIODS[service],
             )
         alarms.api_health(self._alarm, {name: api.api for name, api in w.apis.items()})

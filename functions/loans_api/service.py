@@ -176,8 +176,9 @@ class LoansService:
                 return self._replay_or_raise(
                     request, request_hash, BusinessRuleViolated("the journey changed; the command is no longer legal")
                 )
-            logger.info("ledger moved, deciding again", extra={"attempt": attempt + 1})
-            self._sleep(backoff.after_lost_race(attempt + 1))
+            if attempt + 1 < self._max_conflict_retries:  # no pause after the last: nothing follows it
+                logger.info("ledger moved, deciding again", extra={"attempt": attempt + 1})
+                self._sleep(backoff.after_lost_race(attempt + 1))
         raise StoreContention("too many concurrent changes to this journey; retrying is safe")
 
     def _replay_or_raise(self, request: KeyedRequest, request_hash: str, error: DomainError) -> Answer:

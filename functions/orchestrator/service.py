@@ -236,7 +236,8 @@ class JourneyService:
                 if state_machine.is_settled(record.currentState, command):
                     return self._settled(record, command, target)
                 if isinstance(error, LedgerMoved) and still_means(record, command, target):
-                    self._pause(backoff.after_lost_race(decision + 1))
+                    if decision + 1 < MAX_DECISIONS:  # no pause after the last: nothing follows it
+                        self._pause(backoff.after_lost_race(decision + 1))
                     continue
                 raise refusal(error, command, record, target) from error
             record = self._applier.apply(committed.event, "reply", current=record).record

@@ -82,6 +82,8 @@ def sweeper_lane(event: dict[str, Any], lanes: int) -> int:
     """The lane a scheduled run sweeps: its schedule's input names it (infra/event_sources.py); an event
     without one (a one-lane sweeper's, the local runtime's) is lane 0's. Anything but one of the `lanes`
     is refused before the run takes a lease or reads anything."""
+    if not isinstance(event, dict):  # a direct invocation's payload may be any JSON: `null`, a list
+        raise ValueError(f"a sweeper run's input is a JSON object, not {type(event).__name__}")
     lane = event.get("lane", 0)
     if isinstance(lane, bool) or not isinstance(lane, int):
         raise ValueError(f"a sweeper lane is an integer, not {lane!r}")

@@ -160,3 +160,11 @@ def test_outputs_name_everything_the_ops_cli_reads(template):
                 keys.OUTPUT_JOURNEYS_TABLE, keys.OUTPUT_EVENTS_QUEUE, keys.OUTPUT_EVENTS_DLQ,
                 keys.OUTPUT_RELAY_FAILURES, keys.OUTPUT_AGENT_POLICY, keys.OUTPUT_EVENTS_TOPIC):  # fmt: skip
         assert key in outputs
+
+
+def test_the_auditors_silence_alarm_sends_its_reader_to_nothing_of_the_sweeper(resources):
+    # The sweeper's lanes are the sweeper's: the audit's silence has no lane to look for
+    auditor = alarm(resources, "AuditorSilent")["AlarmDescription"]
+    assert "sweeper" not in auditor.lower(), f"the auditor's silence alarm reads: {auditor}"
+    sweeper = alarm(resources, "SweeperSilent")["AlarmDescription"]
+    assert "sweeper_lane" in sweeper, f"the sweeper's silence alarm does not say how to find the silent lane: {sweeper}"

@@ -4,14 +4,25 @@ added, and each loop's own schedule as its module names it."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+from decimal import Decimal
 
 import pytest
 
+from functions.loans_api.domain import Change
+from functions.loans_api.service import CommitOutcome, CommitStatus, KeyedRequest, LoansService
+from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.retry import RetryPolicy
+from functions.orchestrator.service import MAX_DECISIONS
 from saga.orchestrator_api import TransportRetry
 from shared import backoff
 from shared.backoff import LOST_RACE, Backoff
 from shared.batch_read import ROUNDS
+from shared.clock import utc_now
+from shared.errors import StoreContention
+from shared.idempotency import Receipt
+from tests.fakes import FakeLoanStore, FakeSystem, simulate
+from tests.support import quiet_metrics
 
 
 @pytest.mark.parametrize("schedule", [RetryPolicy(), ROUNDS, TransportRetry(), Backoff(4, 0.3, 3.0, 0.7)])
@@ -43,3 +54,45 @@ def test_the_pause_after_a_lost_race_is_short_random_and_longer_with_each_loss(m
         # Then the pause after the 1st, 2nd and 3rd loss in a row is as LOST_RACE says
         assert [backoff.after_lost_race(n) for n in (1, 2, 3)] == pytest.approx(grows)
     assert LOST_RACE.max_jitter > LOST_RACE.base_delay  # two deciders' pauses mostly differ
+
+
+class _LedgerAlwaysMoves(FakeLoanStore):
+    """A journey another writer keeps moving: every commit loses the race."""
+
+    def commit(self, change: Change, receipt: Receipt, expires_at: int) -> CommitOutcome:
+        return CommitOutcome(CommitStatus.CONFLICT)
+
+
+def test_loans_api_gives_up_after_its_last_lost_race_without_a_pause_that_precedes_no_attempt():
+    sleeps: list[float] = []
+    service = LoansService(_LedgerAlwaysMoves(), quiet_metrics("loans-api"), utc_now, 3600, sleep=sleeps.append)
+    request = KeyedRequest("k-1", "POST", "/journeys/j1/simulations", {"amount": 10000, "termMonths": 36})
+    with pytest.raises(StoreContention):
+        service.create_simulation(request, "j1", Decimal(10000), 36)
+    attempts = 8  # LoansService's max_conflict_retries
+    # A pause only between two attempts: the last loss answers at once (with LOST_RACE doubling, the 8th
+    # pause alone would be 0.64 s more, spent from the orchestrator's attempt for nothing).
+    assert len(sleeps) == attempts - 1, f"{len(sleeps)} pauses for {attempts} attempts: {sleeps}"
+
+
+def test_the_orchestrator_gives_up_after_its_last_lost_race_without_a_pause_that_precedes_no_decision():
+    system = FakeSystem()
+    paused: list[float] = []
+    system.ports = replace(system.ports, pause=paused.append)
+    system.service = orchestrator_bootstrap.build_service(
+        system.settings, quiet_metrics("orchestrator"), system.deadline, system.ports
+    )
+    journey = system.new_journey()
+    landed: list[int] = []
+
+    def another_writer() -> None:  # lands a quote on the journey just before each call to loans-api
+        remaining, system.wire.faults = system.wire.faults, []
+        simulate(system, journey, 7000)
+        landed.append(1)
+        system.wire.faults = remaining
+
+    system.wire.faults = [another_writer] * (4 * MAX_DECISIONS)
+    with pytest.raises(StoreContention):
+        simulate(system, journey)
+    assert len(landed) >= MAX_DECISIONS, f"only {len(landed)} other writes landed"
+    assert len(paused) == MAX_DECISIONS - 1, f"{len(paused)} lost-race pauses for {MAX_DECISIONS} decisions: {paused}"

@@ -98,6 +98,10 @@ def test_a_run_sweeps_the_lane_its_schedule_names_and_lane_0_without_one():
     for bad in ("1", 1.0, True, None, [1]):
         with pytest.raises(ValueError, match="integer"):
             sweeper_lane({"lane": bad}, 8)
+    # An input that is not an object (a direct invocation's `null`, a list) is refused in words, not an AttributeError
+    for not_an_object in (None, [{"lane": 1}], "lane", 3):
+        with pytest.raises(ValueError, match="a JSON object"):
+            sweeper_lane(not_an_object, 8)  # type: ignore[arg-type]
     # A lane outside the count is refused before any lease is taken (no stray lease item per bad input)
     for outside in (8, -1, 10**12):
         with pytest.raises(ValueError, match="among the sweeper's 8 lanes"):
