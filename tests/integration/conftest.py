@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import urllib3
 
+from functions.auditor.settings import AuditorSettings
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
 from functions.loans_api import bootstrap as loans_bootstrap
@@ -99,6 +100,15 @@ def relay_settings(resources: LocalResources) -> RelaySettings:
         aws_endpoint_url=resources.endpoint_url,
         loans_table_name=resources.loans_table,
         events_topic_arn=resources.topic_arn,
+    )
+
+
+@pytest.fixture
+def auditor_settings(resources: LocalResources) -> AuditorSettings:
+    return AuditorSettings(
+        aws_endpoint_url=resources.endpoint_url,
+        loans_table_name=resources.loans_table,
+        journeys_table_name=resources.journeys_table,
     )
 
 
