@@ -200,38 +200,29 @@ def rig(moto: MotoProcess, meter: Meter, design: str) -> Rig:
         loans = peer.build(r.endpoint_url, r.topic_arn)
     loans_fn = Counted("loans-api", loans, meter.total_calls)
     loans_http = InProcessHttp(loans_fn)
-    orchestrator = Counted(
-        "orchestrator",
-        orchestrator_bootstrap.build(
-            OrchestratorSettings(
-                aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
-            ),
+    # The orchestrator and the consumer: the journeys table, and loans-api at an address the in-process
+    # transport ignores
+    journeys = {
+        "aws_endpoint_url": r.endpoint_url,
+        "journeys_table_name": r.journeys_table,
+        "loans_api_url": "http://loans",
+    }
+    handlers = {
+        "orchestrator": orchestrator_bootstrap.build(
+            OrchestratorSettings(**journeys),
             metrics,
             orchestrator_bootstrap.Ports(http=loans_http, sleep=lambda _: None),
         ),
-        meter.total_calls,
-    )
-    relay = Counted(
-        "relay",
-        relay_bootstrap.build_stream_handler(
+        "relay": relay_bootstrap.build_stream_handler(
             RelaySettings(
                 aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table, events_topic_arn=r.topic_arn
             ),
             metrics,
         ),
-        meter.total_calls,
-    )
-    consumer = Counted(
-        "consumer",
-        consumer_bootstrap.build(
-            ConsumerSettings(
-                aws_endpoint_url=r.endpoint_url, journeys_table_name=r.journeys_table, loans_api_url="http://loans"
-            ),
-            metrics,
-            http=InProcessHttp(loans_fn),  # its ledger reads are loans-api invocations too
-        ),
-        meter.total_calls,
-    )
+        # its ledger reads are loans-api invocations too
+        "consumer": consumer_bootstrap.build(ConsumerSettings(**journeys), metrics, http=InProcessHttp(loans_fn)),
+    }
+    orchestrator, relay, consumer = (Counted(name, handler, meter.total_calls) for name, handler in handlers.items())
     # The relay's mapping's filter (what reaches it in AWS), one lane: its invocations one after another,
     # so each is timed alone.
     stream = relay_lane(r, relay)

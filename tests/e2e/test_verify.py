@@ -209,18 +209,27 @@ def test_a_consumer_scaling_past_what_the_account_leaves_unreserved_is_said_not_
     assert "may ask for 1005" in checks["lambda-concurrency"]["detail"]
 
 
-def test_a_disabled_relay_mapping_fails_the_event_source_check(deployment):
-    code, checks = deployment.verify(deployment.stack("Disabled", relay_mapping_enabled=False))
-    assert failed(checks) == {"event-source-mappings"}, checks
+@pytest.mark.parametrize(
+    ("stack_name", "fault", "check", "detail"),
+    [
+        ("Disabled", {"relay_mapping_enabled": False}, "event-source-mappings", "Disabled"),
+        ("X86", {"architecture": "x86_64"}, "functions", "relay: architecture x86_64 (expected arm64)"),
+        (
+            "WrongDimension",
+            {"extra_metric_service": "relays"},
+            "dashboard-metrics",
+            "LoanSaga/WrongDimension/EventsPublished{service=relays}",
+        ),
+    ],
+    ids=["disabled-relay-mapping", "wrong-architecture", "dashboard-metric-nothing-writes"],
+)
+def test_a_stack_deployed_wrong_fails_the_check_for_it_and_only_that_one(deployment, stack_name, fault, check, detail):
+    # A disabled relay mapping, a function on the wrong architecture, a dashboard metric under dimensions
+    # nothing writes
+    code, checks = deployment.verify(deployment.stack(stack_name, **fault))
+    assert failed(checks) == {check}, checks
     assert code == 1, checks
-    assert "Disabled" in checks["event-source-mappings"]["detail"]
-
-
-def test_a_function_on_the_wrong_architecture_fails_the_functions_check(deployment):
-    code, checks = deployment.verify(deployment.stack("X86", architecture="x86_64"))
-    assert failed(checks) == {"functions"}, checks
-    assert code == 1, checks
-    assert "relay: architecture x86_64 (expected arm64)" in checks["functions"]["detail"]
+    assert detail in checks[check]["detail"], checks[check]
 
 
 def test_the_bedrock_executor_when_deployed_is_checked_like_every_function(deployment):
@@ -248,32 +257,19 @@ def test_a_message_in_the_dlq_fails_the_queues_check(deployment):
     assert checks["queues-empty"]["detail"] == "events DLQ: 1"
 
 
-def test_an_orchestrator_open_to_unsigned_calls_fails_that_check(deployment):
-    stack = deployment.stack("Open")
-    deployment.gateways["orchestrator"].open = True
+@pytest.mark.parametrize(
+    ("gateway", "stack_name", "check"),
+    [("orchestrator", "Open", "unsigned-refused"), ("loans-api", "LoansOpen", "loans-api-refused")],
+)
+def test_a_gateway_open_to_unsigned_or_any_signer_fails_that_check(deployment, gateway, stack_name, check):
+    # The orchestrator open to unsigned calls, or loans-api open to any signer
+    stack = deployment.stack(stack_name)
+    deployment.gateways[gateway].open = True
     try:
         code, checks = deployment.verify(stack)
     finally:
-        deployment.gateways["orchestrator"].open = False
-    assert failed(checks) == {"unsigned-refused"}, checks
-    assert code == 1, checks
-
-
-def test_a_dashboard_metric_under_dimensions_nothing_writes_fails_the_metrics_check(deployment):
-    code, checks = deployment.verify(deployment.stack("WrongDimension", extra_metric_service="relays"))
-    assert failed(checks) == {"dashboard-metrics"}, checks
-    assert code == 1, checks
-    assert "LoanSaga/WrongDimension/EventsPublished{service=relays}" in checks["dashboard-metrics"]["detail"]
-
-
-def test_a_loans_api_open_to_any_signer_fails_that_check(deployment):
-    stack = deployment.stack("LoansOpen")
-    deployment.gateways["loans-api"].open = True
-    try:
-        code, checks = deployment.verify(stack)
-    finally:
-        deployment.gateways["loans-api"].open = False
-    assert failed(checks) == {"loans-api-refused"}, checks
+        deployment.gateways[gateway].open = False
+    assert failed(checks) == {check}, checks
     assert code == 1, checks
 
 

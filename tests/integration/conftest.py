@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 import urllib3
 
+from functions.auditor.settings import AuditorSettings
 from functions.consumer import bootstrap as consumer_bootstrap
 from functions.consumer.settings import ConsumerSettings
 from functions.loans_api import bootstrap as loans_bootstrap
@@ -21,6 +22,7 @@ from saga.local.moto_server import MotoServer
 from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws
+from shared.settings import BaseSettings
 from tests.support import ApiClient, quiet_metrics
 from tools.inprocess import InProcessHttp
 
@@ -28,12 +30,27 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
 
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[MotoServer]:
     server = MotoServer().start()
     yield server
     server.stop()
+
+
+def settings_on(resources: LocalResources, settings: type[SettingsT]) -> SettingsT:
+    """`settings` pointed at the local endpoint's resources: each of their fields it has, the others left at
+    their defaults; loans-api at an address nothing answers (the tests give each caller its transport)."""
+    local = {
+        "aws_endpoint_url": resources.endpoint_url,
+        "loans_table_name": resources.loans_table,
+        "journeys_table_name": resources.journeys_table,
+        "events_topic_arn": resources.topic_arn,
+        "loans_api_url": "http://loans-api.invalid",
+    }
+    return settings.model_validate({name: value for name, value in local.items() if name in settings.model_fields})
 
 
 @pytest.fixture
@@ -58,7 +75,7 @@ def dynamodb(resources: LocalResources) -> DynamoDBClient:
 
 @pytest.fixture
 def loans_settings(resources: LocalResources) -> LoansSettings:
-    return LoansSettings(aws_endpoint_url=resources.endpoint_url, loans_table_name=resources.loans_table)
+    return settings_on(resources, LoansSettings)
 
 
 @pytest.fixture
@@ -79,11 +96,7 @@ def sleeps() -> list[float]:
 
 @pytest.fixture
 def orchestrator_settings(resources: LocalResources) -> OrchestratorSettings:
-    return OrchestratorSettings(
-        aws_endpoint_url=resources.endpoint_url,
-        journeys_table_name=resources.journeys_table,
-        loans_api_url="http://loans-api.invalid",
-    )
+    return settings_on(resources, OrchestratorSettings)
 
 
 @pytest.fixture
@@ -95,20 +108,17 @@ def orchestrator(orchestrator_settings: OrchestratorSettings, loans_http: InProc
 
 @pytest.fixture
 def relay_settings(resources: LocalResources) -> RelaySettings:
-    return RelaySettings(
-        aws_endpoint_url=resources.endpoint_url,
-        loans_table_name=resources.loans_table,
-        events_topic_arn=resources.topic_arn,
-    )
+    return settings_on(resources, RelaySettings)
+
+
+@pytest.fixture
+def auditor_settings(resources: LocalResources) -> AuditorSettings:
+    return settings_on(resources, AuditorSettings)
 
 
 @pytest.fixture
 def consumer_settings(resources: LocalResources) -> ConsumerSettings:
-    return ConsumerSettings(
-        aws_endpoint_url=resources.endpoint_url,
-        journeys_table_name=resources.journeys_table,
-        loans_api_url="http://loans-api.invalid",
-    )
+    return settings_on(resources, ConsumerSettings)
 
 
 @pytest.fixture

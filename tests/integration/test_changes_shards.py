@@ -10,11 +10,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 from functions.auditor import bootstrap as auditor_bootstrap
-from functions.auditor.settings import AuditorSettings
 from functions.loans_api import bootstrap as loans_bootstrap
+from functions.loans_api.settings import LoansSettings
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay import sweeper as sweeper_module
 from functions.relay.settings import RelaySettings
@@ -55,6 +53,12 @@ def simulate(loans_api: ApiClient, journey_id: str) -> str:
     return str(json.loads(reply.body)["eventId"])
 
 
+def loans_api_at(loans_settings: LoansSettings, shards: int) -> ApiClient:
+    """loans-api in process, configured with `shards` shards of the changes index."""
+    settings = loans_settings.model_copy(update={"changes_index_shards": shards})
+    return ApiClient(loans_bootstrap.build(settings, quiet_metrics("loans-api")), name="loans-api")
+
+
 def sweeper(relay_settings: RelaySettings, shards: int, now: datetime | None = None):
     settings = relay_settings.model_copy(update={"changes_index_shards": shards})
     clock = (lambda: now) if now is not None else (lambda: datetime.now(UTC))
@@ -65,12 +69,7 @@ def test_loans_api_writes_each_event_to_its_journeys_shard_one_index_entry_per_e
     dynamodb: DynamoDBClient, resources, loans_settings
 ):
     # Given loans-api configured with 3 shards
-    loans_api = ApiClient(
-        loans_bootstrap.build(
-            loans_settings.model_copy(update={"changes_index_shards": 3}), quiet_metrics("loans-api")
-        ),
-        name="loans-api",
-    )
+    loans_api = loans_api_at(loans_settings, shards=3)
     # When it simulates journeys until every shard holds one
     written: dict[str, str] = {}  # eventId -> journey
     for n in itertools.count():
@@ -155,15 +154,6 @@ def test_saga_status_sees_pending_events_in_every_shard_the_sweeper_recorded(
     found = pending_now(DynamoSweepStore(dynamodb, resources.loans_table), datetime.now(UTC), 30.0)
     # Then it counts every one of them, the oldest first
     assert (found.pending, found.oldest) == (4, min(e.occurredAt for e in events)), f"found: {found}"
-
-
-@pytest.fixture
-def auditor_settings(resources) -> AuditorSettings:
-    return AuditorSettings(
-        aws_endpoint_url=resources.endpoint_url,
-        loans_table_name=resources.loans_table,
-        journeys_table_name=resources.journeys_table,
-    )
 
 
 def test_the_audit_reads_the_changes_of_every_shard_merged_by_time_and_of_a_count_since_lowered(
@@ -258,12 +248,7 @@ def test_a_count_loans_api_wrote_under_is_walked_even_if_no_sweeper_ever_ran_wit
 ):
     # Given loans-api deployed with 4 shards, which commits a journey's event to a shard beyond 0, and the
     # deploy then rolled back to 1 shard (or redeployed with 1) before any sweeper or audit ran with 4
-    loans_api = ApiClient(
-        loans_bootstrap.build(
-            loans_settings.model_copy(update={"changes_index_shards": 4}), quiet_metrics("loans-api")
-        ),
-        name="loans-api",
-    )
+    loans_api = loans_api_at(loans_settings, shards=4)
     # (simulated until one lands beyond shard 0, the only one a reader told 1 shard walks by itself)
     simulated: list[str] = []
     for n in itertools.count():
@@ -300,12 +285,7 @@ def test_journey_ids_an_agent_chooses_cannot_pile_one_types_index_entries_onto_o
     # Given loans-api with 4 shards, and 40 journey ids an agent chose so that their CRC-32 is 0 modulo 4
     # (the journey id is the caller's; a crafted set would throttle one shard's partition, and every
     # innocent journey on it, at a rate the stack is sized for)
-    loans_api = ApiClient(
-        loans_bootstrap.build(
-            loans_settings.model_copy(update={"changes_index_shards": 4}), quiet_metrics("loans-api")
-        ),
-        name="loans-api",
-    )
+    loans_api = loans_api_at(loans_settings, shards=4)
     crafted = [journey_in_shard(f"crafted{n}", 0, 4) for n in range(40)]
     # When each is simulated
     for journey_id in crafted:

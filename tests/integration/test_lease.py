@@ -11,7 +11,6 @@ import pytest
 
 from functions.auditor import bootstrap as auditor_bootstrap
 from functions.auditor.service import AuditState, AuditStateConflict
-from functions.auditor.settings import AuditorSettings
 from functions.auditor.store import DynamoAuditState
 from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import SWEEPER_TIMEOUT_SECONDS
@@ -71,15 +70,6 @@ def test_a_lease_left_by_a_run_that_died_is_taken_over_once_it_expires(dynamodb:
     # And the lease item is no outbox item: the stream filter and the relay pass it by
     item = dynamodb.get_item(TableName=resources.loans_table, Key={k: {"S": v} for k, v in SWEEPER_LEASE_KEY.items()})
     assert not outbox.is_outbox_item(item["Item"])
-
-
-@pytest.fixture
-def auditor_settings(resources) -> AuditorSettings:
-    return AuditorSettings(
-        aws_endpoint_url=resources.endpoint_url,
-        loans_table_name=resources.loans_table,
-        journeys_table_name=resources.journeys_table,
-    )
 
 
 def test_of_two_overlapping_audits_only_one_audits(dynamodb: DynamoDBClient, auditor_settings):

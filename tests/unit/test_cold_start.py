@@ -37,31 +37,28 @@ def cold_loans_api_seconds(memory_mb: int = topology.LOANS_API.memory_mb) -> flo
     )
 
 
-def test_the_first_attempt_outlasts_a_cold_loans_api_by_half_again():
+@pytest.mark.parametrize(
+    ("settings", "field", "who"),
+    [
+        (OrchestratorSettings, "loans_read_timeout", "the first attempt"),
+        (ConsumerSettings, "loans_read_timeout", "the consumer's ledger read"),
+        # A retry follows a first attempt that failed: one cut off still holds its loans-api instance (it runs
+        # on to its own timeout), so the retry may meet another, cold one (a scale-out), or a loans-api
+        # retrying a throttled DynamoDB write itself (up to a second and more of botocore's backoff). A retry
+        # that cannot outlast those would be cut off in turn and retried into yet another instance: the cold
+        # chain again.
+        (OrchestratorSettings, "loans_retry_read_timeout", "a retry"),
+    ],
+    ids=["first-attempt", "consumer-ledger-read", "retry"],
+)
+def test_a_call_to_loans_api_outlasts_a_cold_loans_api_by_half_again(
+    settings: type[OrchestratorSettings] | type[ConsumerSettings], field: str, who: str
+):
     cold = cold_loans_api_seconds()
-    first = default(OrchestratorSettings, "loans_read_timeout")
-    assert first >= topology.COLD_TIMEOUT_MULTIPLE * cold, (
-        f"the first attempt waits {first} s; a cold loans-api at {topology.LOANS_API.memory_mb} MB answers in "
+    waits = default(settings, field)
+    assert waits >= topology.COLD_TIMEOUT_MULTIPLE * cold, (
+        f"{who} waits {waits} s; a cold loans-api at {topology.LOANS_API.memory_mb} MB answers in "
         f"{cold:.2f} s (x{topology.COLD_TIMEOUT_MULTIPLE} = {topology.COLD_TIMEOUT_MULTIPLE * cold:.2f} s)"
-    )
-
-
-def test_the_consumers_ledger_read_outlasts_a_cold_loans_api_by_half_again():
-    cold = cold_loans_api_seconds()
-    read = default(ConsumerSettings, "loans_read_timeout")
-    assert read >= topology.COLD_TIMEOUT_MULTIPLE * cold, (read, cold)
-
-
-def test_a_retry_outlasts_a_cold_loans_api_by_half_again():
-    # A retry follows a first attempt that failed: one cut off still holds its loans-api instance (it runs on
-    # to its own timeout), so the retry may meet another, cold one (a scale-out), or a loans-api retrying a
-    # throttled DynamoDB write itself (up to a second and more of botocore's backoff). A retry that cannot
-    # outlast those would be cut off in turn and retried into yet another instance: the cold chain again.
-    cold = cold_loans_api_seconds()
-    retry = default(OrchestratorSettings, "loans_retry_read_timeout")
-    assert retry >= topology.COLD_TIMEOUT_MULTIPLE * cold, (
-        f"a retry waits {retry} s; a cold loans-api answers in {cold:.2f} s "
-        f"(x{topology.COLD_TIMEOUT_MULTIPLE} = {topology.COLD_TIMEOUT_MULTIPLE * cold:.2f} s)"
     )
 
 

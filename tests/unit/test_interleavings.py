@@ -7,12 +7,14 @@ simulation and acceptance, at most one disbursement, versions never go back; onc
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 
 import pytest
 
 from shared import metric_names as names
 from shared.errors import IdempotencyKeyReused, IllegalTransition, JourneyNeedsRepair, StaleSimulation
+from shared.idempotency import Answer
 from shared.problems import domain_problem
 from tests.fakes import FakeSystem, accept, cancel, current_id, disburse, every_reply_lost, simulate, state_of
 from tests.support import ApiClient, quiet_metrics
@@ -21,6 +23,18 @@ from tests.support import ApiClient, quiet_metrics
 @pytest.fixture
 def system() -> FakeSystem:
     return FakeSystem()
+
+
+def expect_needs_repair(system: FakeSystem, command: Callable[[], Answer], on_what: str) -> None:
+    """The command raises JourneyNeedsRepair (not an answer to the agent) and loans-api wrote no event."""
+    events_before = list(system.loans_store.events)
+    try:
+        answer = command()
+    except JourneyNeedsRepair:
+        pass
+    else:
+        pytest.fail(f"answered {answer.status} {answer.body[:200]} on {on_what}")
+    assert system.loans_store.events == events_before, f"loans-api wrote events on {on_what}"
 
 
 def test_repeating_a_simulate_key_after_the_journey_moved_on_changes_nothing(system):
@@ -262,17 +276,14 @@ def test_a_terminal_record_ahead_of_the_ledger_is_no_answer_to_the_agent_but_a_j
     acceptance = current_id(system, journey, "acceptance")
     record = system.journeys.records[journey]
     system.journeys.records[journey] = record.model_copy(update={"currentState": "cancelled", "lastAppliedSeq": 3})
-    events_before = list(system.loans_store.events)
     # When the agent cancels (a repeat, to the record) or disburses the acceptance loans-api holds active
     # Then it is not told the journey is cancelled (a 200 replay) nor final (a 409 with nothing legal), both
     # untrue of loans-api's journey, but that an operator must repair it; and nothing was done
-    try:
-        answer = cancel(system, journey) if command == "cancel" else disburse(system, journey, acceptance)
-    except JourneyNeedsRepair:
-        pass
-    else:
-        pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record ahead of loans-api's ledger")
-    assert system.loans_store.events == events_before
+    expect_needs_repair(
+        system,
+        lambda: cancel(system, journey) if command == "cancel" else disburse(system, journey, acceptance),
+        "a record ahead of loans-api's ledger",
+    )
 
 
 @pytest.mark.parametrize("command", ["cancel", "accept"])
@@ -284,14 +295,11 @@ def test_a_record_diverged_from_the_ledger_at_its_seq_is_a_journey_to_repair_not
     quote = current_id(system, journey, "simulation")
     record = system.journeys.records[journey]
     system.journeys.records[journey] = record.model_copy(update={"currentState": "cancelled"})
-    events_before = list(system.loans_store.events)
     # When the agent cancels (a repeat, to the record) or accepts the quote loans-api holds active
     # Then it is told neither "cancelled" nor "final" of a journey loans-api holds live, but that an operator
     # must repair it; and nothing was done
-    try:
-        answer = cancel(system, journey) if command == "cancel" else accept(system, journey, quote)
-    except JourneyNeedsRepair:
-        pass
-    else:
-        pytest.fail(f"answered {answer.status} {answer.body[:200]} on a record diverged from loans-api's ledger")
-    assert system.loans_store.events == events_before
+    expect_needs_repair(
+        system,
+        lambda: cancel(system, journey) if command == "cancel" else accept(system, journey, quote),
+        "a record diverged from loans-api's ledger",
+    )

@@ -21,6 +21,16 @@ def system() -> FakeSystem:
     return FakeSystem()
 
 
+def expect_late_simulates_refused(system: FakeSystem, journey: str, attempts: int) -> None:
+    """The `attempts` held-back simulates, delivered now, are each refused (412); no simulation is left."""
+    statuses = [reply.status for reply in system.wire.deliver_held()]
+    assert statuses == [412] * attempts, f"late attempts answered {statuses}, not {attempts} x 412"
+    simulations = system.loans_store.statuses(journey, "SIMULATION#")
+    assert simulations == [], f"simulations left by the late attempts: {simulations}"
+    system.assert_invariants(journey)
+    system.assert_converged(journey)
+
+
 def test_a_cancel_between_two_attempts_of_a_simulate_wins_and_the_late_attempt_is_refused(system):
     # Given a new journey; the simulate's first attempt is abandoned (held back), and before its
     # second attempt the agent's cancel lands
@@ -34,12 +44,8 @@ def test_a_cancel_between_two_attempts_of_a_simulate_wins_and_the_late_attempt_i
     assert system.record(journey).currentState == "cancelled"
     system.assert_invariants(journey)
     # When the abandoned first attempt finally reaches loans-api
-    [late] = system.wire.deliver_held()
     # Then the ledger refuses it (it was decided on a ledger that has moved): nothing ACTIVE
-    assert late.status == 412
-    assert system.loans_store.statuses(journey, "SIMULATION#") == []
-    system.assert_invariants(journey)
-    system.assert_converged(journey)
+    expect_late_simulates_refused(system, journey, attempts=1)
 
 
 def test_a_simulate_that_commits_after_the_agent_cancelled_is_refused(system):
@@ -48,12 +54,8 @@ def test_a_simulate_that_commits_after_the_agent_cancelled_is_refused(system):
     abandon_a_simulate(system, journey)
     # When the agent cancels, and then all five attempts reach loans-api late
     assert state_of(cancel(system, journey)) == "cancelled"
-    late = system.wire.deliver_held()
     # Then every late attempt is refused (decided on a ledger that has moved) and nothing is ACTIVE
-    assert [reply.status for reply in late] == [412] * 5
-    assert system.loans_store.statuses(journey, "SIMULATION#") == []
-    system.assert_invariants(journey)
-    system.assert_converged(journey)
+    expect_late_simulates_refused(system, journey, attempts=5)
 
 
 def test_a_late_simulate_that_commits_before_the_cancel_is_cancelled_by_it(system):
