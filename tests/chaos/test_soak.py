@@ -143,14 +143,20 @@ def soaked() -> Iterator[Soaked]:
         proxy.stop()
 
 
+# The test's own reads (not under test): a count of the whole loans table scans every item of 1,000
+# journeys, which the serialized endpoint answered in over 2 s (the function's budget) on a loaded machine,
+# so every look timed out and the drain looked stalled. A look waits for its answer; a hang is still caught.
+LOOKING = aws.AwsCallBudget(read_timeout=120.0, max_attempts=10)
+
+
 def drain(soaked: Soaked) -> dict[str, Any]:
     """Until the outbox has nothing PENDING and the events queue nothing visible: everything published
     was applied (AWS faults still on; the journeys are compared with loans-api afterwards). Fails once
     what is left stopped going down for STALL_SECONDS."""
     assert soaked.runtime.resources is not None
     resources = soaked.runtime.resources
-    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, aws.AwsCallBudget(max_attempts=5))
-    sqs = aws.client("sqs", resources.region, resources.endpoint_url, aws.AwsCallBudget(max_attempts=5))
+    dynamodb = aws.client("dynamodb", resources.region, resources.endpoint_url, LOOKING)
+    sqs = aws.client("sqs", resources.region, resources.endpoint_url, LOOKING)
 
     def look() -> tuple[int, Any]:
         try:
@@ -176,7 +182,7 @@ def dead_letters(soaked: Soaked) -> list[LoanEvent]:
     """Every event in the DLQ (received and left there: the test only looks)."""
     resources = soaked.runtime.resources
     assert resources is not None
-    sqs = aws.client("sqs", resources.region, resources.endpoint_url, aws.AwsCallBudget(max_attempts=10))
+    sqs = aws.client("sqs", resources.region, resources.endpoint_url, LOOKING)
     events: dict[str, LoanEvent] = {}
     for _ in range(20):
         try:
