@@ -155,6 +155,14 @@ def relay_stream_poller(
     )
 
 
+# The event source mapping's own calls to SQS. A receive answered after the client's read timeout has
+# still hidden its messages, for the queue's visibility timeout (topology.EVENTS_QUEUE_VISIBILITY_SECONDS,
+# minutes), from everyone, this poller's retry included: nothing applies them until they come back. The
+# local endpoint serves one call at a time (saga/local/moto_server.py), so on a loaded machine a receive
+# can wait seconds behind others: a read timeout past any such wait keeps it from stranding its messages.
+POLLER_SQS_BUDGET = aws.AwsCallBudget(read_timeout=60.0)
+
+
 def events_poller(
     sqs: SQSClient, queue_url: str, queue_arn: str, consumer: Handler, redelivery_seconds: int | None
 ) -> SqsPoller:
@@ -281,7 +289,7 @@ class LocalRuntime:
             events_topic_arn=resources.topic_arn,
             sweep_threshold_seconds=c.sweep_threshold_seconds,
         )
-        sqs = aws.client("sqs", c.region, endpoint)
+        sqs = aws.client("sqs", c.region, endpoint, POLLER_SQS_BUDGET)
 
         def to_relay_failures(record: dict[str, Any]) -> None:
             sqs.send_message(QueueUrl=resources.relay_failures_url, MessageBody=json.dumps(record))

@@ -28,6 +28,7 @@ class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
     statuses: Counter[str] = field(default_factory=Counter)
     refusals: Counter[str] = field(default_factory=Counter)  # 409s and 422s by problem type
+    retryable: Counter[str] = field(default_factory=Counter)  # the 5xx agents retried, by problem type
     violations: list[str] = field(default_factory=list)
     # per journey: what was asked (for the duplicate bound) and what was acknowledged (for "lost")
     asked: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
@@ -92,6 +93,7 @@ class Agents:
                 return None
             with self.tally.lock:
                 self.tally.retried_5xx += 1
+                self.tally.retryable[f"{status} {str(payload.get('type', '')).rsplit(':', 1)[-1]}"] += 1
                 if command.key is None and journey_id:
                     # Without a key, a repeat is a new command (a simulate makes another quote): the API
                     # says so, and an agent that wants a repeat to be safe sends a key.

@@ -361,6 +361,7 @@ def test_soak_conflicting_agents_lost_replies_and_aws_faults_lose_nothing(soaked
         "relay crashes": soaked.relay.crashes,
         "consumer crashes": soaked.consumer.crashes,
         "agent-visible 5xx (all retryable, retried)": agent_5xx,
+        "retried 5xx by problem type": counts(tally.retryable),
         "unconverged retries": tally.unconverged,
         "most sends of one command": tally.most_tries,
         "disbursed": disbursements,
