@@ -11,6 +11,8 @@ from typing import Any
 from shared.capacity import (
     INITIAL_PARTITIONS,
     PARTITION_WRITE_UNITS_PER_SECOND,
+    SQS_BATCHES_PER_POLLER,
+    SQS_PROVISIONED_MAX_POLLERS,
     Capacity,
     Workload,
     sweeper_lane_seconds,
@@ -36,8 +38,12 @@ QUOTAS = {
                          "https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html"),
     "lambda": Quota(1_000, "concurrent executions per account and Region (adjustable)",
                     "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html"),
-    "sqs_esm": Quota(1_000, "maximum concurrency of one SQS event source mapping",
+    "sqs_esm": Quota(1_000, "maximum concurrency of one SQS event source mapping in standard mode",
                      "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html"),
+    "sqs_esm_provisioned": Quota(SQS_PROVISIONED_MAX_POLLERS * SQS_BATCHES_PER_POLLER,
+                                 "batches at once of one SQS event source mapping in provisioned mode (up to "
+                                 f"{SQS_PROVISIONED_MAX_POLLERS:,} event pollers of {SQS_BATCHES_PER_POLLER} each)",
+                                 "https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html"),
     "parallelization": Quota(10, "concurrent batches per stream shard (ParallelizationFactor)",
                              "https://docs.aws.amazon.com/lambda/latest/dg/services-ddb-params.html"),
     "sns": Quota(30_000, "messages/s published per account in us-east-1 (adjustable; read from the quotas page "
@@ -118,8 +124,8 @@ LIMITS = (
           "quota increase"),
     Limit("consumer concurrency (SQS event source)", lambda m, c, r: c.consumer_max_concurrency
           / (m.lambda_seconds("consumer") or 1e-9),
-          "`-c targetJourneysPerSecond` up to the event source's 1,000 batches; past that, code: less Lambda time "
-          "per journey (at most 1,000 / the rate: 10 ms at 100,000/s)"),
+          "`-c targetJourneysPerSecond` (up to 1,000 batches at once in the event source's standard mode; past "
+          "that, its provisioned pollers: up to 20,000)"),
     Limit("relay: stream shards x parallelization factor", _relay_ceiling,
           "`-c targetJourneysPerSecond` (factor up to 10)"),
     Limit("SNS publish quota", lambda m, c, r: QUOTAS["sns"].value / m.events, "quota increase"),

@@ -14,6 +14,7 @@ from shared.capacity import (
     DEFAULT_CAPACITY,
     DEFAULT_TARGET_JOURNEYS_PER_SECOND,
     UTILIZATION,
+    Capacity,
     Workload,
     derive,
     sweeper_lane_seconds,
@@ -106,11 +107,18 @@ def report(m: Measured) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _consumers(c: Capacity) -> str:
+    """The consumer's batches at once, and how its event source gets them."""
+    if c.consumer_pollers is None:
+        return f"{c.consumer_max_concurrency:,} (maximum concurrency)"
+    return f"{c.consumer_max_concurrency:,} (provisioned: up to {c.consumer_pollers:,} pollers)"
+
+
 def _settings_table(say: Callable[[str], None]) -> None:
     say("")
     say("Settings the target derives (shared/capacity.py; `cdk deploy -c targetJourneysPerSecond=N`):")
     say("")
-    say("| target | agent API rate / burst | consumer max concurrency | relay parallelization "
+    say("| target | agent API rate / burst | consumer batches at once | relay parallelization "
         "| journey-changes shards per event type | sweeper lanes (busiest lane's run, planning figures) |")  # fmt: skip
     say("|---|---|---|---|---|---|")
     w = Workload()
@@ -119,12 +127,15 @@ def _settings_table(say: Callable[[str], None]) -> None:
         busiest = sweeper_lane_seconds(rate, c.changes_index_shards, c.sweeper_lanes, w)
         say(
             f"| {rate:,.0f} | {c.orchestrator_rate:,} / {c.orchestrator_burst:,} | "
-            f"{c.consumer_max_concurrency} | {c.relay_parallelization_factor} | {c.changes_index_shards} | "
+            f"{_consumers(c)} | {c.relay_parallelization_factor} | {c.changes_index_shards} | "
             f"{c.sweeper_lanes} ({busiest:.1f} s of {w.sweeper_run_seconds:.0f} s) |"
         )
     say("")
     say(
-        "A derived setting that exceeds what AWS allows (a stage throttle above the account's, 1,000 consumers, "
+        "Past 1,000 batches at once (the most an SQS event source's maximum concurrency allows) the consumer's "
+        "event source runs in provisioned mode: that many event pollers at most, each invoking up to 10 batches "
+        "at once, 2 kept warm (provisioned mode is billed by event poller unit hours, idle ones too). "
+        "A derived setting that exceeds what AWS allows (a stage throttle above the account's, 20,000 consumers, "
         "a factor of 10) is where the target stops being reachable by configuration alone: the table above "
         "lists those as still below target, with what moves them."
     )

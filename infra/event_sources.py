@@ -19,7 +19,7 @@ from constructs import Construct
 from infra.functions import SagaFunctions, schedule
 from infra.messaging import Messaging
 from shared import topology
-from shared.capacity import DEFAULT_CAPACITY, Capacity
+from shared.capacity import DEFAULT_CAPACITY, SQS_PROVISIONED_MIN_POLLERS, Capacity
 
 
 class EventSources(Construct):
@@ -63,7 +63,17 @@ class EventSources(Construct):
                 messaging.queue,
                 batch_size=queue.batch_size,
                 report_batch_item_failures=True,
-                max_concurrency=capacity.consumer_max_concurrency,
+                # Standard mode up to 1,000 batches at once; past that, provisioned pollers (the modes exclude
+                # each other; shared/capacity.py derives which).
+                **(
+                    {"max_concurrency": capacity.consumer_max_concurrency}
+                    if capacity.consumer_pollers is None
+                    else {
+                        "provisioned_poller_config": lambda_.ProvisionedPollerConfig(
+                            minimum_pollers=SQS_PROVISIONED_MIN_POLLERS, maximum_pollers=capacity.consumer_pollers
+                        )
+                    }
+                ),
             )
         )
         self.sweep_lanes = self._sweep_lanes(functions.sweeper, capacity.sweeper_lanes)

@@ -1,8 +1,8 @@
 """Settings derived from a target rate of journeys per second: the agent API's throttle, the
-consumer's concurrency, the relay's parallelization factor, the journey-changes index's shards and the sweeper's
-lanes. The CDK app
-takes the target as `-c targetJourneysPerSecond=N` (docs/SCALE.md); bench/scale.py finds what breaks
-first at a rate, from the benchmark's measured costs and AWS's quotas. Pure: no AWS, no CDK."""
+consumer's concurrency (past 1,000 batches at once, its event source's provisioned pollers), the relay's
+parallelization factor, the journey-changes index's shards and the sweeper's lanes. The CDK app takes the
+target as `-c targetJourneysPerSecond=N` (docs/SCALE.md); bench/scale.py finds what breaks first at a rate,
+from the benchmark's measured costs and AWS's quotas. Pure: no AWS, no CDK."""
 
 from __future__ import annotations
 
@@ -21,6 +21,14 @@ PARTITION_WRITE_UNITS_PER_SECOND = 1000
 INITIAL_PARTITIONS = 4
 # Size everything to run at most half full: hashing is not perfectly even and traffic is not flat.
 UTILIZATION = 0.5
+# An SQS event source mapping runs at most 1,000 batches at once in its standard mode (its maximum
+# concurrency: 2..1,000). Past that, its provisioned mode: dedicated event pollers (2..2,000), each
+# invoking up to 10 batches at once, so up to 20,000; the two modes exclude each other
+# (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html; ProvisionedPollerConfig).
+SQS_STANDARD_MAX_CONCURRENCY = 1000
+SQS_PROVISIONED_MIN_POLLERS = 2
+SQS_PROVISIONED_MAX_POLLERS = 2000
+SQS_BATCHES_PER_POLLER = 10
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,8 @@ class Capacity:
     target_journeys_per_second: float
     orchestrator_rate: int
     orchestrator_burst: int
+    # Batches the consumer's event source runs at once: its maximum concurrency in standard mode, or what
+    # its provisioned pollers invoke at most (`consumer_pollers` x 10) when the target needs more than 1,000.
     consumer_max_concurrency: int
     relay_parallelization_factor: int
     # Partitions per event type of the journey-changes index (shared/keys.py changes_partition): enough
@@ -64,6 +74,8 @@ class Capacity:
     # (functions/relay/sweeper.py lane_partitions), enough that a lane's bookkeeping plus its reading takes
     # at most half its run (see `sweeper_lanes`).
     sweeper_lanes: int = 1
+    # The consumer's event source in provisioned mode: its maximum event pollers (None: standard mode).
+    consumer_pollers: int | None = None
 
 
 def sweeper_lane_seconds(rate: float, shards: int, lanes: int, w: Workload) -> float:
@@ -109,11 +121,15 @@ def derive(target_journeys_per_second: float, workload: Workload | None = None) 
     per_shard = rate * w.events / stream_shards * w.relay_seconds_per_event / UTILIZATION
     hottest_units = rate * w.hottest_event_type_events  # an index entry is one write unit (keys only, < 1 KB)
     shards = max(1, math.ceil(hottest_units / (PARTITION_WRITE_UNITS_PER_SECOND * UTILIZATION)))
+    pollers = None
+    if consumers > SQS_STANDARD_MAX_CONCURRENCY:
+        pollers = min(SQS_PROVISIONED_MAX_POLLERS, math.ceil(consumers / SQS_BATCHES_PER_POLLER))
     return Capacity(
         target_journeys_per_second=rate,
         orchestrator_rate=api_rate,
         orchestrator_burst=2 * api_rate,
-        consumer_max_concurrency=min(1000, max(2, consumers)),  # SQS event source: 2..1,000
+        consumer_max_concurrency=max(2, consumers) if pollers is None else pollers * SQS_BATCHES_PER_POLLER,
+        consumer_pollers=pollers,
         relay_parallelization_factor=min(10, max(1, math.ceil(per_shard))),  # streams: 1..10
         changes_index_shards=shards,
         sweeper_lanes=sweeper_lanes(rate, shards, w),

@@ -314,6 +314,7 @@ def _sizing(resources: dict) -> dict:
         },
         "parallelization": [m["ParallelizationFactor"] for m in mappings if "StartingPosition" in m],
         "consumers": [m["ScalingConfig"]["MaximumConcurrency"] for m in mappings if "ScalingConfig" in m],
+        "consumerPollers": [m["ProvisionedPollerConfig"] for m in mappings if "ProvisionedPollerConfig" in m],
         "throttles": [stages["OrchestratorApi"], stages["LoansApi"]],
     }
 
@@ -324,11 +325,12 @@ def test_the_defaults_are_sized_for_20_journeys_per_second(resources):
         "changesIndexShards": dict.fromkeys(SHARDED_INDEX_USERS, 1),  # 40 write units/s on the hottest key: one
         "parallelization": [2],
         "consumers": [4],  # what 20 journeys/s needs (shared/capacity.py), no more: an account of 10 runs it
+        "consumerPollers": [],  # standard mode: no pollers paid for while idle
         "throttles": [100, 500],  # loans-api admits every retry: 5 attempts
     }
 
 
-def test_a_target_rate_sizes_throttles_and_concurrency_and_no_pending_shards(variant):
+def test_a_target_rate_sizes_throttles_concurrency_and_consumer_pollers_and_no_pending_shards(variant):
     # Given `-c targetJourneysPerSecond=10000` (the variant synthesis)
     wanted = capacity.derive(10_000)
     # Then the event sources, throttles and the changes index's shards follow, and no function is given a
@@ -337,10 +339,12 @@ def test_a_target_rate_sizes_throttles_and_concurrency_and_no_pending_shards(var
         "pendingShards": [],
         "changesIndexShards": dict.fromkeys(SHARDED_INDEX_USERS, wanted.changes_index_shards),
         "parallelization": [wanted.relay_parallelization_factor],
-        "consumers": [wanted.consumer_max_concurrency],
+        "consumers": [],  # past 1,000 batches at once, the event source's provisioned mode instead
+        "consumerPollers": [{"MinimumPollers": 2, "MaximumPollers": wanted.consumer_pollers}],
         "throttles": [wanted.orchestrator_rate, wanted.orchestrator_rate * 5],
     }
-    assert wanted.consumer_max_concurrency == 1000
+    # (10,000 journeys/s: 1,600 batches at once at the planning figure, 160 pollers of 10)
+    assert (wanted.consumer_pollers, wanted.consumer_max_concurrency) == (160, 1600), wanted
     # (10,000 journeys/s, two SimulationCreated each: 20,000 index writes/s on that type, 500 per shard)
     assert wanted.changes_index_shards == 40
 

@@ -1,9 +1,18 @@
 """The scale model (bench/limits.py) and the settings a target rate derives (shared/capacity.py)."""
 
+import math
+
 import pytest
 
 from bench.limits import Measured, first_bottleneck
-from shared.capacity import DEFAULT_CAPACITY, derive
+from shared.capacity import (
+    DEFAULT_CAPACITY,
+    SQS_BATCHES_PER_POLLER,
+    SQS_STANDARD_MAX_CONCURRENCY,
+    UTILIZATION,
+    Workload,
+    derive,
+)
 
 MEASURED = Measured(
     {
@@ -55,3 +64,19 @@ def test_the_sweeper_sized_for_a_target_carries_it_with_its_lanes(rate):
     # And with the default's one lane it is short at such a rate, and the lanes are what move it
     [(name, _, moved)] = [s for s in first_bottleneck(MEASURED, DEFAULT_CAPACITY, rate) if "sweeper" in s[0]]
     assert moved == "`-c targetJourneysPerSecond` (lanes)", (name, moved)
+
+
+@pytest.mark.parametrize("rate", [20, 250, 10_000, 100_000])
+def test_past_1000_batches_at_once_the_consumer_gets_provisioned_pollers_not_a_code_ceiling(rate):
+    # Given a target rate whose consumers, at the planning figure, may need more than the 1,000 batches at
+    # once an SQS event source's standard mode allows
+    c = derive(rate)
+    needed = math.ceil(rate * Workload().events * Workload().consumer_seconds_per_event / UTILIZATION)
+    # Then standard mode up to 1,000, provisioned mode past it, with enough pollers (10 batches each) for
+    # what the rate needs, and the modes never both set
+    if needed <= SQS_STANDARD_MAX_CONCURRENCY:
+        assert (c.consumer_pollers, c.consumer_max_concurrency) == (None, max(2, needed)), c
+    else:
+        assert c.consumer_pollers is not None, c
+        assert c.consumer_max_concurrency == c.consumer_pollers * SQS_BATCHES_PER_POLLER >= needed, (c, needed)
+    assert "code" not in " ".join(moved for _, _, moved in first_bottleneck(MEASURED, c, rate)), rate
