@@ -14,6 +14,7 @@ agent's own key by its caller (`agent_scope`), so two callers that pick the same
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -62,8 +63,10 @@ def journey_of(agent_key_scope: str) -> str:
 
 def create_hash(request_hash: str) -> str:
     """The fingerprint a keyed create leaves on its journey's Control Record (`createHash`): the request's
-    hash (shared/idempotency.py `fingerprint`), cut to 128 bits, since the record carries it on every write."""
-    return request_hash[:32]
+    hash (shared/idempotency.py `fingerprint`, hex) cut to 96 bits, base64url: 16 characters, since the record
+    carries it on every write and must stay under 1 KB (tests/unit/test_applier.py). 96 bits tell two bodies
+    apart beyond any accident, and only a caller's own requests share a key's scope."""
+    return base64.urlsafe_b64encode(bytes.fromhex(request_hash)[:12]).decode()
 
 
 def listing(caller: str, customer_id: str) -> str:
