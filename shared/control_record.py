@@ -60,7 +60,7 @@ class ControlRecord(Message):
         ge=0,
         description="How many more quotes (simulateLoan) this journey may have; null until the first quote.",
     )
-    createdAt: datetime
+    createdAt: Annotated[datetime, WithJsonSchema({"type": "string", "format": "date-time"})]  # see _sortable
     updatedAt: datetime
     stateEnteredAt: datetime
     appliedBy: list[Application] = Field(
@@ -78,7 +78,7 @@ class ControlRecord(Message):
     # told so. Stored and carried like `listing`, never shown.
     createHash: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
 
-    @field_serializer("createdAt")
+    @field_serializer("createdAt", when_used="json")
     def _sortable(self, created_at: datetime) -> str:
         """In UTC, always with its microseconds: one width, so the stored string sorts as the time does (the
         customer index's sort key, shared/tables.py CUSTOMER_INDEX). pydantic's own form drops a zero fraction,
