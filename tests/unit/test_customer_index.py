@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.control_record import new_control_record
-from shared.control_store import control_item
+from shared.control_store import control_item, record_of
 from shared.dynamo import from_item
 from shared.tables import CUSTOMER_SORT_ATTRIBUTE
 
@@ -37,3 +37,17 @@ def test_a_time_on_the_second_sorts_before_a_microsecond_after_it() -> None:
     assert stored(second) < stored(later), (stored(second), stored(later))
     # and the record read back is the same time
     assert datetime.fromisoformat(stored(second)) == second, stored(second)
+
+
+def test_every_later_write_carries_the_index_key_and_the_creates_fingerprint_unchanged() -> None:
+    # Given a record as a keyed create stores it, read back as either road reads it (record_of) and moved on
+    created = new_control_record("j1", "c1", datetime(2026, 1, 1, tzinfo=UTC), "listing-digest", "fingerprint16chr")
+    item = control_item(created)
+    read = record_of(item)
+    later = read.model_copy(update={"version": 1, "currentState": "simulated", "updatedAt": datetime.now(UTC)})
+    # Then its next write holds the same index key (so no index write) and the same fingerprint (so a repeat of
+    # the create is still told apart from another body), and neither is shown
+    kept = ("listing", CUSTOMER_SORT_ATTRIBUTE, "createHash")
+    rewritten = control_item(later)
+    assert {n: rewritten[n] for n in kept} == {n: item[n] for n in kept}, (rewritten, item)
+    assert {"listing", "createHash"}.isdisjoint(later.model_dump(mode="json")), later.model_dump(mode="json")
