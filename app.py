@@ -10,7 +10,8 @@ agent API's throttle, the consumer's concurrency and the relay's
 parallelization factor for N journeys per second (shared/capacity.py, docs/SCALE.md; default 20);
 `-c bedrockAgent=true` to add Amazon Bedrock Agents' action-group executor (infra/bedrock.py; docs/DEPLOY.md);
 `-c journeyChangesIndex=false` only for the first of the two deploys that upgrade a stack deployed before the
-journey-changes index was sharded (docs/DEPLOY.md, "Upgrade")."""
+journey-changes index was sharded or the customer index sorted by creation time: both tables without those
+indexes (docs/DEPLOY.md, "Upgrade")."""
 
 from __future__ import annotations
 

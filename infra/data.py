@@ -28,11 +28,12 @@ class DataTables(Construct):
         self, scope: Construct, construct_id: str, *, removal: RemovalPolicy, changes_index: bool = True
     ) -> None:
         super().__init__(scope, construct_id)
-        # Without the journey-changes index only for the first of the two deploys that upgrade a stack
-        # deployed before its key was sharded (docs/DEPLOY.md, "Upgrade"): a GSI's key cannot change in
-        # place, and CloudFormation deletes or creates one index per table update.
+        # Without the indexes whose key changed (the journey-changes index, sharded; the customer index, sorted
+        # by creation time and so renamed) only for the first of the two deploys that upgrade a stack deployed
+        # before (docs/DEPLOY.md, "Upgrade"): a GSI's key cannot change in place, and CloudFormation deletes or
+        # creates one index per table update.
         self.loans = self._table(LOANS_TABLE if changes_index else replace(LOANS_TABLE, indexes=()), removal)
-        self.journeys = self._table(JOURNEYS_TABLE, removal)
+        self.journeys = self._table(JOURNEYS_TABLE if changes_index else replace(JOURNEYS_TABLE, indexes=()), removal)
 
     def _table(self, spec: TableSpec, removal: RemovalPolicy) -> dynamodb.Table:
         table = dynamodb.Table(

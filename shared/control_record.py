@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, WithJsonSchema
+from pydantic import Field, WithJsonSchema, field_serializer
 from pydantic.json_schema import SkipJsonSchema
 
 from shared.events import (
@@ -60,7 +60,7 @@ class ControlRecord(Message):
         ge=0,
         description="How many more quotes (simulateLoan) this journey may have; null until the first quote.",
     )
-    createdAt: datetime
+    createdAt: Annotated[datetime, WithJsonSchema({"type": "string", "format": "date-time"})]  # see _sortable
     updatedAt: datetime
     stateEnteredAt: datetime
     appliedBy: list[Application] = Field(
@@ -73,6 +73,17 @@ class ControlRecord(Message):
     # set at creation and carried unchanged by every later write. Stored, never shown: no dump includes it
     # and no schema declares it (the store writes it itself).
     listing: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
+    # The fingerprint of the keyed createJourney that made the journey (functions/orchestrator/keys.py
+    # create_hash; None for a journey created without a key): a repeat of that key with another body is
+    # told so. Stored and carried like `listing`, never shown.
+    createHash: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
+
+    @field_serializer("createdAt", when_used="json")
+    def _sortable(self, created_at: datetime) -> str:
+        """In UTC, always with its microseconds: one width, so the stored string sorts as the time does (the
+        customer index's sort key, shared/tables.py CUSTOMER_INDEX). pydantic's own form drops a zero fraction,
+        and `...:00Z` sorts after `...:00.000001Z`."""
+        return created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     def loan_view(self) -> LoanSnapshot:
         """The record's loan fields in the shape of a snapshot, to compare with the truth."""
@@ -97,11 +108,14 @@ class RecordHead:
     lastAppliedSeq: int
 
 
-def new_control_record(journey_id: str, customer_id: str, now: datetime, listing: str | None = None) -> ControlRecord:
+def new_control_record(
+    journey_id: str, customer_id: str, now: datetime, listing: str | None = None, create_hash: str | None = None
+) -> ControlRecord:
     return ControlRecord(
         journeyId=journey_id,
         customerId=customer_id,
         listing=listing,
+        createHash=create_hash,
         currentState="created",
         version=0,
         createdAt=now,

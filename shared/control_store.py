@@ -21,7 +21,7 @@ def control_key(journey_id: str) -> dict[str, Any]:
     return to_item({"pk": journey_pk(journey_id), "sk": CONTROL_SK})
 
 
-def _record(item: dict[str, Any]) -> ControlRecord:
+def record_of(item: dict[str, Any]) -> ControlRecord:
     values = from_item(item)
     return ControlRecord.model_validate({name: values[name] for name in ControlRecord.model_fields if name in values})
 
@@ -39,9 +39,11 @@ def _head(item: dict[str, Any]) -> RecordHead | None:
 
 
 def control_item(record: ControlRecord) -> dict[str, Any]:
-    """The record's item: its fields and, when it has one, its `listing` (the customer index's key, which
-    no dump includes): every write of the record carries it unchanged, so the index is written once."""
-    listed = {} if record.listing is None else {CUSTOMER_PARTITION_ATTRIBUTE: record.listing}
+    """The record's item: its fields and, when it has them, its `listing` (the customer index's key) and its
+    `createHash` (what a keyed create asked for), which no dump includes: every write of the record carries
+    them unchanged, so the index is written once and a repeated create is judged on any later write."""
+    stored = {CUSTOMER_PARTITION_ATTRIBUTE: record.listing, "createHash": record.createHash}
+    listed = {name: value for name, value in stored.items() if value is not None}
     return to_item({"pk": journey_pk(record.journeyId), "sk": CONTROL_SK, **record.model_dump(mode="json"), **listed})
 
 
@@ -53,12 +55,12 @@ class DynamoControlRecordStore:
     def get(self, journey_id: str) -> ControlRecord | None:
         response = self._client.get_item(TableName=self._table, Key=control_key(journey_id), ConsistentRead=True)
         item = response.get("Item")
-        return None if item is None else _record(item)
+        return None if item is None else record_of(item)
 
     def get_many(self, journey_ids: list[str]) -> dict[str, ControlRecord]:
         """The records of `journey_ids` that exist, strongly consistent (shared/batch_read.py)."""
         keys = [control_key(j) for j in dict.fromkeys(journey_ids)]
-        records = (_record(item) for item in batch_get(self._client, self._table, keys))
+        records = (record_of(item) for item in batch_get(self._client, self._table, keys))
         return {record.journeyId: record for record in records}
 
     def heads(self, journey_ids: list[str]) -> dict[str, RecordHead]:

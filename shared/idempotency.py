@@ -102,6 +102,14 @@ def _canonical(value: Any) -> str:
     return str(value)
 
 
+def key_reused() -> IdempotencyKeyReused:
+    """What a key used before for a different request answers (422), on both APIs. Never the key itself: a
+    key's scope is internal (caller, operation, key)."""
+    return IdempotencyKeyReused(
+        f"this {HEADER} was already used for a different request; send a new key for a new request"
+    )
+
+
 @dataclass(frozen=True)
 class Answer:
     """What a command answers: its status and body; `replayed` when they are the recorded answer of an
@@ -156,8 +164,5 @@ class Receipt:
         functions/orchestrator/service.py `_command_as_it_stands`). IdempotencyKeyReused when the receipt records
         a different request."""
         if request_hash != self.request_hash:
-            # Never the key itself: a receipt's key is an internal scope (caller, operation, key).
-            raise IdempotencyKeyReused(
-                f"this {HEADER} was already used for a different request; send a new key for a new request"
-            )
+            raise key_reused()
         return Answer(self.status, self.body, replayed=True, origin=self.origin)

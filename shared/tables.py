@@ -63,12 +63,16 @@ LOANS_TABLE = TableSpec(
 )
 # The index of a customer's journeys, as the caller that created them lists them (GET /journeys): every
 # Control Record keyed by its `listing` (a digest of the creating caller and the customer, set at creation and
-# never changed) and its UUIDv7 journeyId (sorts by creation time), keys only. Every later write of the
-# record carries the same key and no projected attribute, so the index is written once per journey, when
-# it is created (DynamoDB writes an index only when the item's index key or projection changes).
-CUSTOMER_INDEX = "customer-journeys"
+# never changed) and its `createdAt` (one width, so it sorts as the time does: shared/control_record.py), keys
+# only; DynamoDB orders journeys created in the same microsecond by the table's key (the journeyId), and a
+# page's last key holds both. Not the journeyId alone: a journey created with an agent key has an id derived
+# from the key (docs/ARCHITECTURE.md D2), which says nothing of when. Every later write of the record carries
+# the same key and no projected attribute, so the index is written once per journey, when it is created
+# (DynamoDB writes an index only when the item's index key or projection changes). Its name changed with its
+# sort key (it was `customer-journeys`, by journeyId): a GSI's key cannot change in place (docs/DEPLOY.md).
+CUSTOMER_INDEX = "customer-journeys-by-time"
 CUSTOMER_PARTITION_ATTRIBUTE = "listing"
-CUSTOMER_SORT_ATTRIBUTE = "journeyId"
+CUSTOMER_SORT_ATTRIBUTE = "createdAt"
 JOURNEYS_TABLE = TableSpec(
     logical_id="JourneysTable",
     local_name="journeys",

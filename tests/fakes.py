@@ -106,11 +106,10 @@ class FakeLoanStore:
 
 
 class FakeJourneyStore:
-    """The orchestrator's JourneyStore: Control Records with a CAS on `version`, and create receipts."""
+    """The orchestrator's JourneyStore: Control Records with a CAS on `version`, created by a conditional put."""
 
     def __init__(self) -> None:
         self.records: dict[str, ControlRecord] = {}
-        self.receipts: dict[str, Receipt] = {}
         self.versions: dict[str, list[int]] = {}
 
     def get(self, journey_id: str) -> ControlRecord | None:
@@ -124,17 +123,19 @@ class FakeJourneyStore:
         self.versions[record.journeyId].append(record.version)
         return True
 
-    def listed(self, listing: str, limit: int, after: str | None) -> tuple[list[ControlRecord], str | None]:
-        """As the customer index lists them: by journeyId, descending, after `after`."""
-        found = sorted((j for j, r in self.records.items() if r.listing == listing), reverse=True)
-        found = [j for j in found if after is None or j < after]
+    def listed(self, listing: str, limit: int, after: ControlRecord | None) -> tuple[list[ControlRecord], str | None]:
+        """As the customer index lists them: by creation time then journeyId, descending, after `after`."""
+
+        def place(record: ControlRecord) -> tuple[datetime, str]:
+            return record.createdAt, record.journeyId
+
+        listed = sorted((r for r in self.records.values() if r.listing == listing), key=place, reverse=True)
+        found = [r.journeyId for r in listed if after is None or place(r) < place(after)]
         return [self.records[j] for j in found[:limit]], found[limit - 1] if len(found) > limit else None
 
-    def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None:
-        if receipt is not None and receipt.key in self.receipts:
-            return self.receipts[receipt.key]
-        if receipt is not None:
-            self.receipts[receipt.key] = receipt
+    def create(self, record: ControlRecord) -> ControlRecord | None:
+        if record.journeyId in self.records:
+            return self.records[record.journeyId]
         self.records[record.journeyId] = record
         self.versions[record.journeyId] = [record.version]
         return None

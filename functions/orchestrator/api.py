@@ -25,7 +25,7 @@ from functions.orchestrator.models import (
     JourneyList,
     SimulateRequest,
 )
-from functions.orchestrator.service import AgentKey, JourneyService
+from functions.orchestrator.service import AgentKey, JourneyService, NotListed
 from functions.orchestrator.views import render, render_json
 from shared import openapi
 from shared.errors import InvalidRequest
@@ -44,7 +44,8 @@ RequiredKey = Annotated[
         **_KEY_LIMITS,
         description="Required: a value you choose for this request (a UUID, say). Send the same value when you "
         "repeat the call (after a timeout, say): the repeat returns the first call's journey, as it stands now, and "
-        "creates nothing. "
+        "creates nothing, however long after. A key names one journey for good: use a new key for each new journey "
+        "(the same key with another customerId is 422). "
         "Keys are yours alone: another caller's identical key is another key.",
     ),
 ]
@@ -69,8 +70,8 @@ CustomerId = Annotated[
     Query(alias="customerId", min_length=1, max_length=128, description="The customerId you created the journeys for."),
 ]
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"How many journeys at most in this page (1..{MAX_PAGE}).")]
-# A cursor is the journeyId the next page starts after, base64url-encoded: opaque to the agent, and a
-# forged one names at most a place in the caller's own list.
+# A cursor is the journeyId the next page starts after, base64url-encoded: opaque to the agent; one naming a
+# journey that is not in the caller's list is refused like one that does not decode (`not_a_cursor`).
 _CURSOR_CHARACTERS = re.compile(r"^[A-Za-z0-9_-]{1,88}$")
 _ID = re.compile(ID_PATTERN)
 Cursor = Annotated[
@@ -98,11 +99,18 @@ def journey_after(cursor: str) -> str:
         if _ID.match(journey_id) is None:
             raise ValueError
     except (ValueError, binascii.Error):
-        # A value_error in our own words (shared/field_rules.py says a value_error's "must ..." as it is).
-        rule = "must be a page's nextCursor, sent as it was given (omit it for the newest journeys)"
-        found = [{"type": "value_error", "loc": ("query", "cursor"), "msg": rule, "ctx": {"error": rule}}]
-        raise InvalidRequest("the cursor is not one this API gave", found) from None
+        raise not_a_cursor() from None
     return journey_id
+
+
+def not_a_cursor() -> InvalidRequest:
+    """The 422 of a cursor no page gave: one that does not decode, and one naming a journey that is not in
+    the caller's list of that customer (JourneyService.journeys_of), in the same words, so a forged cursor
+    learns nothing of other lists."""
+    # A value_error in our own words (shared/field_rules.py says a value_error's "must ..." as it is).
+    rule = "must be a page's nextCursor, sent as it was given (omit it for the newest journeys)"
+    found = [{"type": "value_error", "loc": ("query", "cursor"), "msg": rule, "ctx": {"error": rule}}]
+    return InvalidRequest("the cursor is not one this API gave", found)
 
 
 _Body = TypeVar("_Body", bound=BaseModel)
@@ -157,7 +165,8 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
         "`availableActions` say what to call next (simulateLoan or cancelJourney). The Idempotency-Key header is "
         "required (400 without): repeating the call with the same key and body returns 201 with the same journey as it "
         "stands now, whatever it did since (header `Idempotent-Replayed: true`; its `availableActions` are the ones "
-        "legal now), so a retry can never create a second journey.",
+        "legal now), so a retry can never create a second journey. The journeyId is derived from your key: the same "
+        "key (with the same body) names the same journey for as long as the journey exists.",
         responses={201: _RECORD, **_COMMAND_ERRORS},
         tags=["journeys"],
     )
@@ -179,7 +188,10 @@ def create_app(service: JourneyService) -> APIGatewayRestResolver:
     )
     def list_journeys(customer_id: CustomerId, limit: Limit = PAGE, cursor: Cursor = None) -> Response[str]:
         after = None if cursor is None else journey_after(cursor)
-        page = service.journeys_of(caller(), customer_id, limit, after)
+        try:
+            page = service.journeys_of(caller(), customer_id, limit, after)
+        except NotListed:
+            raise not_a_cursor() from None
         body: dict[str, object] = {"journeys": [render(record) for record in page.records]}
         if page.next_after is not None:
             body["nextCursor"] = cursor_of(page.next_after)

@@ -89,7 +89,6 @@ def build_service(
         metrics=metrics,
         clock=utc_now,
         new_journey_id=ports.new_journey_id,
-        receipt_ttl_seconds=settings.receipt_ttl_seconds,
         pause=ports.pause,
     )
 

@@ -14,9 +14,11 @@ agent's own key by its caller (`agent_scope`), so two callers that pick the same
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
+from uuid import UUID
 
 from uuid6 import uuid7
 
@@ -45,6 +47,26 @@ def agent_scope(caller: str, operation: str, journey_id: str, key: str) -> str:
     """Where an agent's Idempotency-Key lives: its caller, the operation and the journey (never the raw
     path: `/x` and `/x/` are one route) and the key. Never shown to anyone."""
     return f"{_caller_id(caller)} {operation} {journey_id} {key}"
+
+
+def journey_of(agent_key_scope: str) -> str:
+    """The journeyId a keyed createJourney makes (docs/ARCHITECTURE.md D2): a UUID whose 122 free bits are
+    the first of the SHA-256 of the key's scope (`agent_scope`: caller, operation, key), with version 8
+    (RFC 9562's custom UUID) and the RFC variant. So a repeat of the key names the same journey, two callers'
+    identical keys name two, and a derived id can never be a random one (those are version 7, `new_nonce`).
+    36 characters of hex digits and dashes: shared/loan_terms.py ID_PATTERN."""
+    digest = bytearray(hashlib.sha256(agent_key_scope.encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x80  # version 8
+    digest[8] = (digest[8] & 0x3F) | 0x80  # variant 10 (RFC 9562)
+    return str(UUID(bytes=bytes(digest)))
+
+
+def create_hash(request_hash: str) -> str:
+    """The fingerprint a keyed create leaves on its journey's Control Record (`createHash`): the request's
+    hash (shared/idempotency.py `fingerprint`, hex) cut to 96 bits, base64url: 16 characters, since the record
+    carries it on every write and must stay under 1 KB (tests/unit/test_applier.py). 96 bits tell two bodies
+    apart beyond any accident, and only a caller's own requests share a key's scope."""
+    return base64.urlsafe_b64encode(bytes.fromhex(request_hash)[:12]).decode()
 
 
 def listing(caller: str, customer_id: str) -> str:

@@ -6,7 +6,6 @@ the same events through the outbox). It knows nothing of HTTP, retries or Dynamo
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from shared.errors import (
     UpstreamUnavailable,
 )
 from shared.events import LoanEvent, LoanSnapshot
-from shared.idempotency import Answer, Receipt
+from shared.idempotency import Answer, key_reused
 from shared.state_machine import Command
 
 logger = Logger(child=True)
@@ -56,9 +55,11 @@ class JourneyStore(Protocol):
 
     def replace(self, record: ControlRecord, expected_version: int) -> bool: ...
 
-    def create(self, record: ControlRecord, receipt: Receipt | None, expires_at: int) -> Receipt | None: ...
+    def create(self, record: ControlRecord) -> ControlRecord | None: ...
 
-    def listed(self, listing: str, limit: int, after: str | None) -> tuple[list[ControlRecord], str | None]: ...
+    def listed(
+        self, listing: str, limit: int, after: ControlRecord | None
+    ) -> tuple[list[ControlRecord], str | None]: ...
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class JourneyPage:
 
     records: list[ControlRecord]
     next_after: str | None
+
+
+class NotListed(Exception):
+    """A page was asked to start after a journey that is not in the caller's list (no page gave that cursor)."""
 
 
 # What an accept or a disburse names (the simulationId, the acceptanceId), read when the service asks
@@ -111,7 +116,6 @@ class JourneyService:
         metrics: Metrics,
         clock: Callable[[], datetime],
         new_journey_id: Callable[[], str],
-        receipt_ttl_seconds: int,
         pause: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
@@ -120,7 +124,6 @@ class JourneyService:
         self._metrics = metrics
         self._clock = clock
         self._new_journey_id = new_journey_id
-        self._receipt_ttl = receipt_ttl_seconds
         self._pause = pause
 
     # -- queries ------------------------------------------------------------------------------
@@ -133,24 +136,37 @@ class JourneyService:
 
     def journeys_of(self, caller: str, customer_id: str, limit: int, after: str | None) -> JourneyPage:
         """The journeys `caller` created for `customer_id`, newest first: up to `limit` from the journey
-        after `after` (a journeyId from the previous page; None: the newest)."""
-        return JourneyPage(*self._store.listed(keys.listing(caller, customer_id), limit, after))
+        after `after` (a journeyId from the previous page; None: the newest). The index sorts by creation
+        time, so `after` is read for its own: NotListed when it is not one of this list's journeys (a cursor
+        no page of this caller and customer gave: it names no place in the list, and says nothing of others)."""
+        listing = keys.listing(caller, customer_id)
+        start = None if after is None else self._store.get(after)
+        if after is not None and (start is None or start.listing != listing):
+            raise NotListed(after)
+        return JourneyPage(*self._store.listed(listing, limit, start))
 
     # -- commands -----------------------------------------------------------------------------
 
     def create(self, customer_id: str, agent_key: AgentKey | None, caller: str = keys.ANONYMOUS) -> Answer:
-        """A new journey for `customer_id`, listed for `caller` (journeys_of)."""
+        """A new journey for `customer_id`, listed for `caller` (journeys_of). With the agent's key, the
+        journeyId is derived from the key's scope (keys.journey_of) and the record carries the request's
+        fingerprint: ONE conditional write, and a repeat of the key finds the journey it made, for the
+        journey's life (docs/ARCHITECTURE.md D2). Without one, a random UUIDv7."""
         now = self._clock()
-        record = new_control_record(self._new_journey_id(), customer_id, now, keys.listing(caller, customer_id))
-        body = render_json(record)
-        receipt = None if agent_key is None else Receipt(agent_key.scope, agent_key.request_hash, 201, body)
-        existing = self._store.create(record, receipt, int(now.timestamp()) + self._receipt_ttl)
-        if existing is not None and agent_key is not None:
-            replay = existing.replay_for(agent_key.request_hash)
-            self._count_replay()
-            return Answer(replay.status, render_json(self._created_as_it_stands(replay.body)), replayed=True)
-        logger.info("journey created", extra={"journey_id": record.journeyId})
-        return Answer(201, body)
+        journey_id = self._new_journey_id() if agent_key is None else keys.journey_of(agent_key.scope)
+        fingerprint = None if agent_key is None else keys.create_hash(agent_key.request_hash)
+        listing = keys.listing(caller, customer_id)
+        record = new_control_record(journey_id, customer_id, now, listing, fingerprint)
+        existing = self._store.create(record)
+        if existing is None:
+            logger.info("journey created", extra={"journey_id": journey_id})
+            return Answer(201, render_json(record))
+        if agent_key is None:  # a random id already taken: nothing was written, a new attempt draws another
+            raise StoreContention(f"journey id {journey_id} was already taken; retrying is safe")
+        if existing.createHash != fingerprint:
+            raise key_reused()
+        self._count_replay()
+        return Answer(201, render_json(self._created_as_it_stands(existing)), replayed=True)
 
     def simulate(self, journey_id: str, amount: Decimal, term_months: int, agent_key: AgentKey | None) -> Answer:
         """With the agent's key, loans-api's receipt of that key answers a repeat before any effect,
@@ -258,12 +274,10 @@ class JourneyService:
 
     # -- what a replay answers (D2): the journey as it stands now, not as the receipt recorded it -----
 
-    def _created_as_it_stands(self, recorded: str) -> ControlRecord:
-        """A repeated createJourney: the journey its recorded answer names, as it stands now: the receipt's
-        record was the journey when it was created, and its `availableActions` were legal then, not since
-        it moved on. A live record may be behind loans-api (replies lost, road 2 not there yet): it catches
-        up first."""
-        record = self.get(str(json.loads(recorded)["journeyId"]))
+    def _created_as_it_stands(self, record: ControlRecord) -> ControlRecord:
+        """A repeated createJourney: the journey its key made, as it stands now (its `availableActions` legal
+        now, not when it was created). A live record may be behind loans-api (replies lost, road 2 not there
+        yet): it catches up first."""
         return record if state_machine.is_terminal(record.currentState) else self._catch_up(record)
 
     def _command_as_it_stands(self, record: ControlRecord, command: Command, target: str) -> ControlRecord:

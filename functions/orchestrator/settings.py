@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from functions.orchestrator.retry import RetryPolicy
-from shared.idempotency import DEFAULT_RECEIPT_TTL_SECONDS
 from shared.loans_client import RETRY_READ_TIMEOUT_SECONDS, LoansApiSettings
 
 _SCHEDULE = RetryPolicy()
@@ -22,4 +21,3 @@ class OrchestratorSettings(LoansApiSettings):
     retry_base_delay: float = _SCHEDULE.base_delay
     retry_multiplier: float = _SCHEDULE.multiplier
     retry_max_jitter: float = _SCHEDULE.max_jitter
-    receipt_ttl_seconds: int = DEFAULT_RECEIPT_TTL_SECONDS

@@ -15,13 +15,23 @@ from shared import tables
 from tests.infra.template import by_logical_prefix
 
 
-def loans_table(**kwargs: Any) -> dict[str, Any]:
+def loans_table(table: str = "DataLoansTable", **kwargs: Any) -> dict[str, Any]:
     app = cdk.App()
     stack = cdk.Stack(app, "Upgrade")
     DataTables(stack, "Data", removal=cdk.RemovalPolicy.RETAIN, **kwargs)
     resources = dict(Template.from_stack(stack).to_json()["Resources"])
-    found: dict[str, Any] = by_logical_prefix(resources, "AWS::DynamoDB::Table", "DataLoansTable")
+    found: dict[str, Any] = by_logical_prefix(resources, "AWS::DynamoDB::Table", table)
     return found
+
+
+def test_the_first_deploy_also_leaves_out_the_customer_index_whose_sort_key_and_name_changed():
+    # A stack deployed with `customer-journeys` (by journeyId) cannot swap it for the index by creation time in
+    # one update (that deletes one index and creates another): the first deploy deletes it, the next creates
+    # the new one, as for the journey-changes index
+    journeys = loans_table("DataJourneysTable", changes_index=False)
+    assert "GlobalSecondaryIndexes" not in journeys, f"indexes: {journeys.get('GlobalSecondaryIndexes')}"
+    indexes = loans_table("DataJourneysTable")["GlobalSecondaryIndexes"]
+    assert [i["IndexName"] for i in indexes] == [tables.CUSTOMER_INDEX], indexes
 
 
 def test_without_the_changes_index_the_loans_table_has_no_index_and_no_index_attribute():

@@ -42,7 +42,7 @@ def auditor_at(now: datetime, truths: FakeTruths, records: FakeControlRecords) -
 def behind(journey_id: str) -> tuple[FakeTruths, FakeControlRecords]:
     """A journey whose record applied loans-api's first event and missed its second."""
     truths, records = FakeTruths(), FakeControlRecords()
-    records.create(new_control_record(journey_id, "c1", COMMITTED), None, 0)
+    records.create(new_control_record(journey_id, "c1", COMMITTED))
     first, second = simulated_and_accepted(journey_id)
     EventApplier(records, clock=lambda: COMMITTED).apply(first, "reply")
     truths.commit(first)
@@ -129,7 +129,7 @@ def test_the_scheduled_run_sweeps_the_control_records_and_reports_one_loans_api_
     # Given three journeys loans-api never saw: two new (agree), one whose record claims simulated at seq 3
     truths, records = FakeTruths(), FakeControlRecords()
     for journey_id in ("j1", "j2", "j3"):
-        records.create(new_control_record(journey_id, "c1", COMMITTED), None, 0)
+        records.create(new_control_record(journey_id, "c1", COMMITTED))
     records.records["j2"] = records.records["j2"].model_copy(update={"currentState": "simulated", "lastAppliedSeq": 3})
     later = COMMITTED + timedelta(seconds=2 * GRACE)
     state, sweep = FakeAuditState(), SweptRecords(records)

@@ -1,9 +1,13 @@
 """The key scheme (D3): a key names one attempt of one command, scoped by the journey."""
 
+import re
+import uuid
 from decimal import Decimal
 from typing import Any
 
 from functions.orchestrator import keys
+from shared.idempotency import fingerprint
+from shared.loan_terms import ID_PATTERN
 from tests.fakes import FakeSystem, accept
 
 
@@ -57,3 +61,27 @@ def test_every_retry_of_a_command_carries_its_key_and_the_next_command_another()
     simulate_1, retry_1, simulate_2, retry_2, accepted, retry_3 = sent
     assert (retry_1, retry_2, retry_3) == (simulate_1, simulate_2, accepted)
     assert len({simulate_1, simulate_2, accepted}) == 3
+
+
+def test_a_keyed_creates_journey_id_is_its_keys_alone_and_never_a_random_ones():
+    def derived(caller: str, key: str) -> str:
+        return keys.journey_of(keys.agent_scope(caller, "createJourney", "", key))
+
+    alice, bob = "arn:aws:iam::1:user/alice", "arn:aws:iam::1:user/bob"
+    made = derived(alice, "k")
+    # the same caller and key name the same journey; another caller's or another key's, another
+    assert derived(alice, "k") == made
+    others = {derived(bob, "k"), derived(alice, "k "), derived(alice, "K"), derived(alice, "k2")}
+    assert made not in others, f"{made} among {others}"
+    assert len(others) == 4, others
+    # an id as every journeyId is (the URL's pattern), a version-8 UUID, never a random id (version 7)
+    assert re.fullmatch(ID_PATTERN, made), made
+    parsed = uuid.UUID(made)
+    assert (parsed.version, parsed.variant, str(parsed)) == (8, uuid.RFC_4122, made), parsed
+    assert uuid.UUID(keys.new_nonce()).version == 7
+
+
+def test_a_creates_fingerprint_is_16_characters_and_tells_bodies_apart():
+    hashes = [keys.create_hash(fingerprint("createJourney", "", {"customerId": c})) for c in ("c-1", "c-2", "c" * 128)]
+    assert [len(h) for h in hashes] == [16, 16, 16], hashes
+    assert len(set(hashes)) == 3, hashes
