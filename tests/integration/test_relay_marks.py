@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from botocore.awsrequest import AWSResponse
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from bench.meter import Meter
 from functions.relay import bootstrap as relay_bootstrap
@@ -137,7 +137,7 @@ class Unprocessing:
                 self.left[event_id] -= 1
                 (unprocessed if holding else processed).setdefault(table, []).append(request)
         if processed:
-            answer = self.client.batch_write_item(RequestItems=processed)
+            answer = self.client.batch_write_item(RequestItems=cast(Any, processed))
             assert not answer.get("UnprocessedItems"), answer
         return {"UnprocessedItems": unprocessed}
 
@@ -209,12 +209,12 @@ def test_the_meter_bills_no_write_dynamodb_left_unprocessed(dynamodb: DynamoDBCl
     def answer(request: Any, **_: Any) -> AWSResponse:
         dynamodb.put_item(TableName=resources.loans_table, Item=images[0])
         body = json.dumps({"UnprocessedItems": {resources.loans_table: puts[1:]}}).encode()
-        return AWSResponse(request.url, 200, {}, Raw(body))
+        return AWSResponse(request.url, 200, HTTPHeaders(), Raw(body))
 
     with Meter() as meter:
         client = aws.client("dynamodb", resources.region, resources.endpoint_url)
-        client.meta.events.register("before-send.dynamodb.BatchWriteItem", answer)
-        client.batch_write_item(RequestItems={resources.loans_table: puts})
+        client.meta.events.register("before-send.dynamodb.BatchWriteItem", cast(Any, answer))
+        client.batch_write_item(RequestItems={resources.loans_table: cast(Any, puts)})
     # Then the meter billed the first put alone (a new item: its entry in the changes index too)
     billed = meter.snapshot().wcu_by
     assert billed == {(resources.loans_table, "table"): 1.0, (resources.loans_table, CHANGES_INDEX): 1.0}, billed

@@ -65,7 +65,7 @@ def store(client: BatchWrites, sleeps: list[float]) -> DynamoOutboxStore:
 def test_a_batch_is_put_back_25_a_call_each_item_as_committed_but_its_status_and_publication_time():
     # Given 60 published events, read as committed
     batch = stored(60)
-    client, sleeps = BatchWrites(), []
+    client, sleeps = BatchWrites(), list[float]()
     # When the relay marks them
     failed = store(client, sleeps).mark_notified(batch, NOW)
     # Then three calls put them all (25, 25, 10), without a pause
@@ -81,7 +81,7 @@ def test_a_batch_is_put_back_25_a_call_each_item_as_committed_but_its_status_and
 def test_what_dynamodb_leaves_unprocessed_is_put_again_after_growing_pauses_and_then_marked():
     # Given a BatchWriteItem that leaves two of the items unprocessed twice, then takes them
     batch = stored(5)
-    client, sleeps = BatchWrites(held=frozenset({"e-1", "e-3"}), hold_rounds=2), []
+    client, sleeps = BatchWrites(held=frozenset({"e-1", "e-3"}), hold_rounds=2), list[float]()
     # When the relay marks the batch
     failed = store(client, sleeps).mark_notified(batch, NOW)
     # Then each round put only what was left, after the schedule's pauses, and every item is marked
@@ -94,7 +94,7 @@ def test_what_dynamodb_leaves_unprocessed_is_put_again_after_growing_pauses_and_
 def test_what_is_still_unprocessed_after_the_last_round_is_reported_for_its_events_alone():
     # Given a BatchWriteItem that leaves one item unprocessed on every call
     batch = stored(4)
-    client, sleeps = BatchWrites(held=frozenset({"e-2"}), hold_rounds=99), []
+    client, sleeps = BatchWrites(held=frozenset({"e-2"}), hold_rounds=99), list[float]()
     # When the relay marks the batch
     failed = store(client, sleeps).mark_notified(batch, NOW)
     # Then that item's event alone is a failed mark, saying why; the others are marked
