@@ -151,7 +151,7 @@ class Meter:
             pending = getattr(self._local, "pending", None)
             self._local.pending = None
             if pending is not None:
-                wcu = self._written(pending)
+                wcu = self._written(pending, _unprocessed(parsed))
             rcu = read_units_of(operation, params, parsed)
         elif service == "sns":
             billed["sns"] = sns_chunks(operation, params)
@@ -169,9 +169,13 @@ class Meter:
 
     # -- DynamoDB writes -------------------------------------------------------------------------
 
-    def _written(self, pending: _Pending) -> Units:
+    def _written(self, pending: _Pending, unprocessed: list[tuple[str, dict[str, Any]]]) -> Units:
+        """The units of the writes of `pending` but those DynamoDB left unprocessed (not written, not billed:
+        a BatchWriteItem's `UnprocessedItems`, each (table, item or key))."""
         units: Units = defaultdict(float)
         for table, key, old, transactional in pending.writes:
+            if any(left == table and all(item.get(k) == v for k, v in key.items()) for left, item in unprocessed):
+                continue
             new = self._get(pending.endpoint, table, key)
             shape = self._shape(pending.endpoint, table)
             units[(table, TABLE)] += write_units(max(item_size(old), item_size(new)), transactional)
@@ -239,3 +243,12 @@ class Meter:
 
     def since(self, start: Usage) -> Usage:
         return self.snapshot().minus(start)
+
+
+def _unprocessed(parsed: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(table, item or key) of every write request a BatchWriteItem answer left unprocessed."""
+    return [
+        (table, (r.get("PutRequest") or {}).get("Item") or r["DeleteRequest"]["Key"])
+        for table, requests in (parsed.get("UnprocessedItems") or {}).items()
+        for r in requests
+    ]

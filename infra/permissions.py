@@ -38,13 +38,13 @@ ORCHESTRATOR = TableCalls(
 # The consumer reads its batch's record heads (BatchGetItem), the whole record of an event that applies
 # (GetItem, as the applier re-reads after a lost compare-and-swap), and writes it (PutItem).
 CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"))
-# The relay marks what it published.
-RELAY = TableCalls(on_table=("dynamodb:UpdateItem",))
+# The relay marks what it published: BatchWriteItem puts of the committed items (D6).
+RELAY = TableCalls(on_table=("dynamodb:BatchWriteItem",))
 # The sweeper walks the keys-only changes index from its cursors and reads the items it found there whole
-# (BatchGetItem, its cursors too); it marks what it republished (UpdateItem). Its cursors and its lease
-# (shared/lease.py) are conditional PutItems on the same table.
+# (BatchGetItem, its cursors too); it marks what it republished (BatchWriteItem, as the relay). Its cursors
+# and its lease (shared/lease.py) are conditional PutItems on the same table.
 SWEEPER = TableCalls(
-    on_table=("dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+    on_table=("dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:PutItem"),
     on_indexes={CHANGES_INDEX: ("dynamodb:Query",)},
 )
 # The scheduled audit reads ledgers and event items, finds what changed in the keys-only changes index,

@@ -4,6 +4,7 @@ once published. One module, one secret: how an event is stored (its key: shared/
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -31,9 +32,15 @@ def outbox_item(event: LoanEvent, changes_shards: int = 1) -> dict[str, Any]:
             **values,
             CHANGES_PARTITION_ATTRIBUTE: changes_partition(event.type, changes_shard(event.eventId, changes_shards)),
             "status": PENDING,
-            "attempts": 0,
         }
     )
+
+
+def notified_item(committed: dict[str, Any], published_at: datetime) -> dict[str, Any]:
+    """The outbox item `committed` (DynamoDB-typed, as loans-api committed it) marked NOTIFIED at
+    `published_at`: every other attribute as committed (the relay's mark puts it back whole, D6). No
+    expiry: the event is also the journey's history, kept as long as the journey (D1)."""
+    return {**committed, "status": {"S": NOTIFIED}, "publishedAt": {"S": published_at.isoformat()}}
 
 
 def is_outbox_item(item: dict[str, Any]) -> bool:

@@ -4,22 +4,17 @@ sweeper (functions/relay/sweeper.py, D7) both publish through it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.relay.outbox_store import OutboxStore, UnreadableItem
+from functions.relay.outbox_store import OutboxStore, StoredEvent, UnreadableItem
 from functions.relay.publisher import EventPublisher
 from shared import metric_names as names
 from shared.events import LoanEvent
 
 logger = Logger(child=True)
-
-# How many NOTIFIED marks are in flight at once: one UpdateItem per event (DynamoDB has no conditional
-# batch write), so a batch's marks overlap their round trips instead of queueing behind each other.
-MARK_CONCURRENCY = 8
 
 
 class OutboxRelay:
@@ -37,9 +32,6 @@ class OutboxRelay:
         self._store = store
         self._metrics = metrics
         self._clock = clock
-        # One pool for the relay's life, made here (its threads start at the first marks): made at the first
-        # batch, two batches marked at once each made one, and one was left behind with its threads.
-        self._marking = ThreadPoolExecutor(max_workers=MARK_CONCURRENCY, thread_name_prefix="mark")
 
     def publish(self, events: Sequence[LoanEvent]) -> dict[str, str]:
         """Publish `events`; returns {eventId: reason} for those that failed (not marked)."""
@@ -59,28 +51,14 @@ class OutboxRelay:
             self._metrics.add_metric(name=names.PUBLISH_FAILURES, unit=MetricUnit.Count, value=len(failed))
         return failed
 
-    def mark(self, event: LoanEvent) -> None:
-        now = self._clock()
-        if not self._store.mark_notified(event, now):
-            logger.info("outbox item already marked", extra={"event_id": event.eventId})
-
-    def mark_all(self, events: Sequence[LoanEvent]) -> dict[str, Exception]:
-        """Mark `events` NOTIFIED, MARK_CONCURRENCY at a time, each still conditioned on PENDING (one
-        marked meanwhile is left as it is); returns {eventId: error} for those whose mark failed (still
-        PENDING: the caller has them retried)."""
-        if len(events) < 2:
-            return self._marked_one_by_one(events)
-        marks = {event.eventId: self._marking.submit(self.mark, event) for event in events}
-        failed = {event_id: mark.exception() for event_id, mark in marks.items()}
-        return {event_id: error for event_id, error in failed.items() if isinstance(error, Exception)}
-
-    def _marked_one_by_one(self, events: Sequence[LoanEvent]) -> dict[str, Exception]:
-        failed: dict[str, Exception] = {}
-        for event in events:
-            try:
-                self.mark(event)
-            except Exception as error:  # reported, as a failed mark in the pool is
-                failed[event.eventId] = error
+    def mark_all(self, stored: Sequence[StoredEvent]) -> dict[str, str]:
+        """Mark `stored` NOTIFIED (BatchWriteItem puts of their committed images, D6); returns {eventId: why}
+        for those whose mark failed, each logged (still PENDING: the caller has them retried)."""
+        if not stored:
+            return {}
+        failed = self._store.mark_notified(stored, self._clock())
+        for event_id, reason in failed.items():
+            logger.warning("mark failed", extra={"event_id": event_id, "reason": reason})
         return failed
 
     def count_unreadable(self, items: Sequence[UnreadableItem]) -> None:

@@ -5,9 +5,10 @@ An item it cannot read is skipped and counted, not retried: no retry makes it re
 retried record holds up its whole shard. It stays PENDING, so the sweeper keeps counting it.
 
 The partial batch response is written here, not by Powertools' BatchProcessor: the relay decides every
-record's fate for the whole batch at once (one publish, the marks at once), so a per-record handler had
-nothing left to do but look its verdict up, and the batch utility's import (asyncio for its async sibling,
-its parser's types) was the largest part of the relay's init beyond the floor (BENCHMARKS.md section 5).
+record's fate for the whole batch at once (one publish, a BatchWriteItem per 25 marks), so a per-record
+handler had nothing left to do but look its verdict up, and the batch utility's import (asyncio for its
+async sibling, its parser's types) was the largest part of the relay's init beyond the floor
+(BENCHMARKS.md section 5).
 Lambda's contract for a stream is `{"batchItemFailures": [{"itemIdentifier": <SequenceNumber>}]}`: it
 retries from the lowest one reported (bisecting the batch when the mapping says so)."""
 
@@ -15,18 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
-
-from functions.relay.outbox_store import UnreadableItem, read_outbox_item
+from functions.relay.outbox_store import StoredEvent, UnreadableItem, read_outbox_item
 from functions.relay.service import OutboxRelay
 from shared import outbox
-from shared.events import LoanEvent
-
-logger = Logger(child=True)
 
 
-def _outbox_insert(raw: dict[str, Any]) -> LoanEvent | UnreadableItem | None:
-    """The event of an outbox INSERT record; None for any other record; why, if unreadable."""
+def _outbox_insert(raw: dict[str, Any]) -> StoredEvent | UnreadableItem | None:
+    """The event of an outbox INSERT record, with its item as committed (the stream's NewImage: the table
+    streams new images, infra/data.py, which its mark writes back); None for any other record; why, if
+    unreadable."""
     change = raw.get("dynamodb") or {}
     keys = change.get("Keys") or {}
     if raw.get("eventName") != "INSERT" or not outbox.is_outbox_item(keys):
@@ -40,20 +38,18 @@ class StreamRelay:
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         parsed = {_sequence(raw): _outbox_insert(raw) for raw in event.get("Records", [])}
-        events = [value for value in parsed.values() if isinstance(value, LoanEvent)]
+        stored = [value for value in parsed.values() if isinstance(value, StoredEvent)]
         unreadable = [value for value in parsed.values() if isinstance(value, UnreadableItem)]
         if unreadable:
             self._relay.count_unreadable(unreadable)
-        failed = self._relay.publish(events)
-        # The batch's marks at once (bounded): a mark that failed fails its record, as a publish does.
-        unmarked = self._relay.mark_all([event for event in events if event.eventId not in failed])
-        for event_id, error in unmarked.items():
-            logger.warning("mark failed", extra={"event_id": event_id, "reason": f"{type(error).__name__}: {error}"})
+        failed = self._relay.publish([one.event for one in stored])
+        # The published ones' marks: a mark that failed fails its record, as a publish does.
+        unmarked = self._relay.mark_all([one for one in stored if one.event.eventId not in failed])
         # Not an outbox insert, or unreadable (counted above): nothing to retry. Failed: the stream retries from it.
         retried = [
             sequence
             for sequence, value in parsed.items()
-            if isinstance(value, LoanEvent) and (value.eventId in failed or value.eventId in unmarked)
+            if isinstance(value, StoredEvent) and (value.event.eventId in failed or value.event.eventId in unmarked)
         ]
         return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in retried]}
 

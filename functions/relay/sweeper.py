@@ -57,16 +57,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from functions.relay.outbox_store import UnreadableItem, read_outbox_item
+from functions.relay.outbox_store import StoredEvent, UnreadableItem, read_outbox_item
 from functions.relay.service import OutboxRelay
 from shared import event_ids, outbox
 from shared import metric_names as names
 from shared.batch_read import BATCH_GET_LIMIT, batch_read
 from shared.capacity import DEFAULT_CAPACITY
 from shared.dynamo import error_code, from_item, to_item
-from shared.events import KNOWN_EVENT_TYPES, LoanEvent
+from shared.events import KNOWN_EVENT_TYPES
 from shared.keys import CHANGES_SHARDS_KEY, SWEEPER_CURSOR_PK, changes_partition, changes_partitions
 from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
@@ -322,7 +322,7 @@ class OutboxSweeper:
             doubtful = [e for e in batch if e not in unread and _status(found.get(e)) != outbox.NOTIFIED]
             settled.update(e for e in batch if e not in unread and e not in doubtful)
             confirmed, unread_again = self._store.read(doubtful, consistent=True) if doubtful else ({}, [])
-            stale: list[tuple[Entry, LoanEvent]] = []
+            stale: list[tuple[Entry, StoredEvent]] = []
             for entry in [*unread, *unread_again]:  # unknown: kept, and counted as pending until read
                 unsettled.add(entry)
                 tally.found_pending(entry.occurred_at())
@@ -337,8 +337,8 @@ class OutboxSweeper:
                     tally.found_pending(read.occurred_at)
                     unsettled.add(entry)
                     continue
-                tally.found_pending(read.occurredAt)
-                if (now - read.occurredAt).total_seconds() >= self._limits.threshold_seconds:
+                tally.found_pending(read.event.occurredAt)
+                if (now - read.event.occurredAt).total_seconds() >= self._limits.threshold_seconds:
                     stale.append((entry, read))
                 else:
                     unsettled.add(entry)
@@ -346,22 +346,18 @@ class OutboxSweeper:
         return settled, unsettled
 
     def _republish(
-        self, stale: list[tuple[Entry, LoanEvent]], settled: set[Entry], unsettled: set[Entry], tally: _Tally
+        self, stale: list[tuple[Entry, StoredEvent]], settled: set[Entry], unsettled: set[Entry], tally: _Tally
     ) -> None:
-        failed = self._relay.publish([event for _, event in stale])
-        for entry, event in stale:
-            if event.eventId in failed:
-                tally.failed += 1
-                unsettled.add(entry)
-                continue
-            tally.republished += 1
-            try:
-                self._relay.mark(event)
-            except (ClientError, BotoCoreError):  # published: left PENDING, it is republished next run (at least once)
-                logger.warning("could not mark a republished event", extra={"event_id": event.eventId}, exc_info=True)
-                unsettled.add(entry)
-                continue
-            settled.add(entry)
+        """Publish, then mark the published (their items as read: committed, D6)."""
+        failed = self._relay.publish([stored.event for _, stored in stale])
+        published = [(entry, stored) for entry, stored in stale if stored.event.eventId not in failed]
+        tally.failed += len(stale) - len(published)
+        unsettled.update(entry for entry, stored in stale if stored.event.eventId in failed)
+        tally.republished += len(published)
+        # A failed mark (logged by the relay) leaves it PENDING: republished next run (at least once).
+        unmarked = self._relay.mark_all([stored for _, stored in published])
+        for entry, stored in published:
+            (unsettled if stored.event.eventId in unmarked else settled).add(entry)
 
     def _report(self, now: datetime, tally: _Tally, lane: int) -> SweepReport:
         # An event committed while this sweep runs is younger than `now`: its age is 0, not negative.
@@ -409,7 +405,7 @@ def pending_now(store: SweepStore, now: datetime, margin_seconds: float) -> Pend
     items, unread = store.read(list(entries.values()), consistent=True)
     pending = [item for item in items.values() if _status(item) == outbox.PENDING]
     reads = [read_outbox_item(item) for item in pending]
-    times = [r.occurred_at if isinstance(r, UnreadableItem) else r.occurredAt for r in reads]
+    times = [r.occurred_at if isinstance(r, UnreadableItem) else r.event.occurredAt for r in reads]
     times += [e.occurred_at() for e in unread]
     known = [t for t in times if t is not None]
     unreadable = sum(1 for r in reads if isinstance(r, UnreadableItem))

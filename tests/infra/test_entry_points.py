@@ -225,8 +225,8 @@ def called(call: dict[str, Any]) -> set[tuple[str, str]]:
         return {(f"{service}:{operation}", "?")}
     if operation == "TransactWriteItems":  # each item needs its own action
         return {(f"dynamodb:{kind}Item", _LOCAL_TABLES[table]) for kind, table in call["TransactItems"]}
-    if operation == "BatchGetItem":
-        return {("dynamodb:BatchGetItem", _LOCAL_TABLES[table]) for table in call["RequestItems"]}
+    if operation in ("BatchGetItem", "BatchWriteItem"):
+        return {(f"dynamodb:{operation}", _LOCAL_TABLES[table]) for table in call["RequestItems"]}
     target = _LOCAL_TABLES[call["TableName"]] + (f"/index/{call['IndexName']}" if "IndexName" in call else "")
     return {(f"dynamodb:{operation}", target)}
 

@@ -26,7 +26,7 @@ from functions.loans_api.history import HISTORY_PAGE
 from functions.loans_api.service import CommitStatus
 from functions.loans_api.settings import LoansSettings
 from functions.loans_api.store import DynamoLoanStore
-from functions.relay.outbox_store import DynamoOutboxStore
+from functions.relay.outbox_store import DynamoOutboxStore, StoredEvent, read_outbox_item
 from shared import aws, outbox
 from shared.events import LoanEvent
 from shared.idempotency import MAX_KEY_LENGTH, Receipt
@@ -143,10 +143,13 @@ def test_the_relay_marks_the_largest_event_notified_and_it_stays_under_1_kb(reco
     answers = _every_command(recorded.api)
     paid = LoanEvent.model_validate(answers["disburse"]["event"])
     dynamodb: DynamoDBClient = aws.client("dynamodb", resources.region, resources.endpoint_url)
-    # When the relay marks it NOTIFIED
-    assert DynamoOutboxStore(dynamodb, resources.loans_table).mark_notified(paid, datetime.now(UTC))
-    # Then it is still one write unit's worth, and it carries no expiry: it is the journey's history
     key = {"pk": {"S": journey_pk(paid.journeyId)}, "sk": {"S": event_sk(paid.seq)}}
+    committed = dynamodb.get_item(TableName=resources.loans_table, Key=key, ConsistentRead=True)["Item"]
+    stored = read_outbox_item(dict(committed))
+    assert isinstance(stored, StoredEvent), stored
+    # When the relay marks it NOTIFIED
+    assert DynamoOutboxStore(dynamodb, resources.loans_table).mark_notified([stored], datetime.now(UTC)) == {}
+    # Then it is still one write unit's worth, and it carries no expiry: it is the journey's history
     item = dynamodb.get_item(TableName=resources.loans_table, Key=key, ConsistentRead=True)["Item"]
     assert item["status"]["S"] == outbox.NOTIFIED
     assert "expiresAt" not in item

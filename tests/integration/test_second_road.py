@@ -472,18 +472,17 @@ def test_dlq_list_says_the_cause_the_consumer_recorded_for_the_message_never_a_g
     assert "unreachable?" not in unknown["reason"]
 
 
-def test_a_failed_mark_fails_its_record_alone_and_the_retry_from_it_republishes_what_follows_harmlessly(
+def test_a_failed_mark_call_fails_its_records_and_the_retry_republishes_them_harmlessly(
     orchestrator, loans_api, stream_poller, sqs_poller, dynamodb: DynamoDBClient, sqs: SQSClient, resources, faults
 ):
     from saga.local.aws_faults import FaultRule
 
-    # Given four committed events of one journey, and the outbox mark of the second failing (every one of
-    # botocore's attempts) once
+    # Given four committed events of one journey, and the call marking them failing (every one of botocore's
+    # attempts) once
     journey, events = journey_events(orchestrator, loans_api)
-    second = events[1].eventId
     from shared.keys import event_sk
 
-    mark = FaultRule("dynamodb", "UpdateItem", "InternalServerError", match=event_sk(events[1].seq), limit=3)
+    mark = FaultRule("dynamodb", "BatchWriteItem", "InternalServerError", match=event_sk(events[1].seq), limit=3)
     faults.add(mark)
     answers: list[tuple[list[str], list[str]]] = []  # (the batch's outbox eventIds, those reported failed)
     relay = stream_poller.handler
@@ -503,10 +502,11 @@ def test_a_failed_mark_fails_its_record_alone_and_the_retry_from_it_republishes_
     stream_poller.handler = noting
     # When road 2 runs (the stream retries from the lowest failed record, as Lambda does)
     drain(stream_poller, sqs_poller)
-    # Then the first answer failed the second event's record alone (the others were marked at once)
-    assert answers[0] == ([e.eventId for e in events], [second]), answers
-    # And the retry, from that record on, republished it and those after it, and failed none
-    assert answers[1] == ([e.eventId for e in events[1:]], []), answers
+    # Then the first answer failed the four records the failed call held (their events were published)
+    ids = [e.eventId for e in events]
+    assert answers[0] == (ids, ids), answers
+    # And the retry republished them and failed none
+    assert answers[1] == (ids, []), answers
     # And every item ends NOTIFIED, the record at the truth, nothing in the DLQ
     assert sorted(i["status"] for i in outbox_items(dynamodb, resources)) == ["NOTIFIED"] * 4
     assert record_of(orchestrator, journey)["lastAppliedSeq"] == events[-1].seq

@@ -1,7 +1,7 @@
 """The benchmark's billing rules (bench/billing.py), against examples worked by hand from DynamoDB's
 documented rules."""
 
-from bench.billing import IndexShape, index_write_units, item_size, message_chunks, write_units
+from bench.billing import IndexShape, index_write_units, item_size, message_chunks, write_targets, write_units
 
 KEYS = ("pk", "sk")
 PENDING = IndexShape("pending", ("shard", "eventId"), "KEYS_ONLY")
@@ -41,3 +41,15 @@ def test_a_changed_index_key_is_two_writes_and_an_unprojected_change_is_none():
 
 def test_messages_are_billed_in_64_kb_chunks():
     assert (message_chunks(0), message_chunks(65536), message_chunks(65537)) == (1, 1, 2)
+
+
+def test_each_put_and_delete_of_a_batch_write_is_a_write_of_its_item():
+    # (the relay's NOTIFIED marks are BatchWriteItem puts: each billed as the item's own write, not the call)
+    put, key = outbox("NOTIFIED", "P#0"), {"pk": {"S": "J#2"}, "sk": {"S": "E#1"}}
+    params = {"RequestItems": {"loans": [{"PutRequest": {"Item": put}}, {"DeleteRequest": {"Key": key}}]}}
+    assert write_targets("BatchWriteItem", params) == [("loans", put, False), ("loans", key, False)]
+
+
+def test_a_put_back_that_keeps_the_index_key_writes_no_keys_only_index():
+    # (a mark puts the committed item back with its status changed: its keys-only index entry is unchanged)
+    assert index_write_units(PENDING, KEYS, outbox("PENDING", "P#0"), outbox("NOTIFIED", "P#0")) == 0

@@ -1,115 +1,127 @@
-"""The relay marks a batch's events NOTIFIED concurrently, a bounded number at a time, each mark still
-its own conditional write: one that fails is reported for its event alone, one marked meanwhile is not
-a failure."""
+"""The relay marks a batch NOTIFIED with BatchWriteItem puts, 25 a call, each putting back the item as
+committed with `status` NOTIFIED and `publishedAt` and nothing else changed (functions/relay/outbox_store.py,
+D6). What DynamoDB leaves unprocessed is put again after a growing pause, a bounded number of rounds; what
+is still unprocessed, and a failed call's items, are reported as failed marks, for their events alone."""
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from aws_lambda_powertools import Metrics
+from botocore.exceptions import ClientError
 
-from functions.relay.service import MARK_CONCURRENCY, OutboxRelay
+from functions.relay.outbox_store import BATCH_WRITE_LIMIT, DynamoOutboxStore, StoredEvent, read_outbox_item
+from shared import outbox
+from shared.backoff import Backoff
 from shared.events import LoanEvent, LoanSnapshot
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-HANG_GUARD_SECONDS = 120  # only a broken relay waits this long: marks one at a time never meet
+TABLE = "loans"
+ROUNDS = Backoff(attempts=3, base_delay=0.05, max_jitter=0.05)
 
 
-def events(count: int) -> list[LoanEvent]:
-    return [
-        LoanEvent(eventId=f"e-{n}", journeyId=f"j-{n}", seq=1, type="JourneyCancelled", occurredAt=NOW,
-                  snapshot=LoanSnapshot(journeyId=f"j-{n}", state="cancelled"))
-        for n in range(count)
-    ]  # fmt: skip
+def stored(count: int) -> list[StoredEvent]:
+    found = []
+    for n in range(count):
+        event = LoanEvent(eventId=f"e-{n}", journeyId=f"j-{n}", seq=1, type="JourneyCancelled", occurredAt=NOW,
+                          snapshot=LoanSnapshot(journeyId=f"j-{n}", state="cancelled"))  # fmt: skip
+        read = read_outbox_item(outbox.outbox_item(event))
+        assert isinstance(read, StoredEvent), read
+        found.append(read)
+    return found
 
 
-class MeetingStore:
-    """Outbox items whose marks wait until MARK_CONCURRENCY of them are in flight at once (then go on),
-    counting the most in flight; `refuse` marks fail, `taken` were marked by someone else first."""
+class BatchWrites:
+    """A DynamoDB client's BatchWriteItem: keeps the items put, leaves the items of `held` unprocessed for
+    their first `hold_rounds` calls, and fails a call holding an item of `refuse`."""
 
-    def __init__(self, refuse: frozenset[str] = frozenset(), taken: frozenset[str] = frozenset()) -> None:
-        self.meeting = threading.Barrier(MARK_CONCURRENCY, timeout=HANG_GUARD_SECONDS)
-        self.lock = threading.Lock()
-        self.in_flight = 0
-        self.most_in_flight = 0
-        self.marked: list[str] = []
-        self.refuse, self.taken = refuse, taken
+    def __init__(self, held: frozenset[str] = frozenset(), hold_rounds: int = 0, refuse: frozenset[str] = frozenset()):
+        self.held, self.hold_rounds, self.refuse = held, hold_rounds, refuse
+        self.calls: list[list[str]] = []  # the eventIds of each call
+        self.seen: dict[str, int] = {}
+        self.items: dict[str, dict[str, Any]] = {}
 
-    def mark_notified(self, event: LoanEvent, published_at: datetime) -> bool:
-        with self.lock:
-            self.in_flight += 1
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        try:
-            self.meeting.wait()
-            if event.eventId in self.refuse:
-                raise RuntimeError(f"throttled: {event.eventId}")
-            with self.lock:
-                self.marked.append(event.eventId)
-            return event.eventId not in self.taken
-        finally:
-            with self.lock:
-                self.in_flight -= 1
-
-
-def relay(store: MeetingStore) -> OutboxRelay:
-    return OutboxRelay(cast(Any, None), store, cast(Metrics, None), clock=lambda: NOW)
+    def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:  # noqa: N803
+        requests = RequestItems[TABLE]
+        ids = [r["PutRequest"]["Item"]["eventId"]["S"] for r in requests]
+        self.calls.append(ids)
+        assert len(requests) <= BATCH_WRITE_LIMIT, f"{len(requests)} requests in one call"
+        if self.refuse & set(ids):
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": "refused"}}, "BatchWriteItem")
+        unprocessed = []
+        for request, event_id in zip(requests, ids, strict=True):
+            self.seen[event_id] = self.seen.get(event_id, 0) + 1
+            if event_id in self.held and self.seen[event_id] <= self.hold_rounds:
+                unprocessed.append(request)
+            else:
+                self.items[event_id] = request["PutRequest"]["Item"]
+        return {"UnprocessedItems": {TABLE: unprocessed} if unprocessed else {}}
 
 
-def test_a_batch_is_marked_concurrently_and_never_more_than_the_bound_at_once():
-    # Given a batch of twice the bound, whose marks only go on once the bound's worth are in flight together
-    store = MeetingStore()
-    batch = events(2 * MARK_CONCURRENCY)
+def store(client: BatchWrites, sleeps: list[float]) -> DynamoOutboxStore:
+    return DynamoOutboxStore(cast(Any, client), TABLE, ROUNDS, sleep=sleeps.append, unit_random=lambda: 0.0)
+
+
+def test_a_batch_is_put_back_25_a_call_each_item_as_committed_but_its_status_and_publication_time():
+    # Given 60 published events, read as committed
+    batch = stored(60)
+    client, sleeps = BatchWrites(), list[float]()
     # When the relay marks them
-    failed = relay(store).mark_all(batch)
-    # Then every one is marked (which one-at-a-time marks could never do: the first would wait alone),
-    # never more than the bound at once
-    assert failed == {}
-    assert sorted(store.marked) == sorted(e.eventId for e in batch)
-    assert store.most_in_flight == MARK_CONCURRENCY, store.most_in_flight
+    failed = store(client, sleeps).mark_notified(batch, NOW)
+    # Then three calls put them all (25, 25, 10), without a pause
+    assert failed == {}, failed
+    assert [len(ids) for ids in client.calls] == [25, 25, 10], client.calls
+    assert sleeps == [], sleeps
+    # And each put is the committed item with status NOTIFIED and publishedAt, nothing else changed
+    for one in batch:
+        put = client.items[one.event.eventId]
+        assert put == {**one.item, "status": {"S": "NOTIFIED"}, "publishedAt": {"S": NOW.isoformat()}}, put
 
 
-def test_a_failed_mark_is_reported_for_its_event_alone_and_one_marked_meanwhile_is_no_failure():
-    # Given a batch where one mark fails and one item was marked by someone else first
-    store = MeetingStore(refuse=frozenset({"e-3"}), taken=frozenset({"e-5"}))
-    batch = events(MARK_CONCURRENCY)
+def test_what_dynamodb_leaves_unprocessed_is_put_again_after_growing_pauses_and_then_marked():
+    # Given a BatchWriteItem that leaves two of the items unprocessed twice, then takes them
+    batch = stored(5)
+    client, sleeps = BatchWrites(held=frozenset({"e-1", "e-3"}), hold_rounds=2), list[float]()
+    # When the relay marks the batch
+    failed = store(client, sleeps).mark_notified(batch, NOW)
+    # Then each round put only what was left, after the schedule's pauses, and every item is marked
+    assert failed == {}, failed
+    assert client.calls == [[f"e-{n}" for n in range(5)], ["e-1", "e-3"], ["e-1", "e-3"]], client.calls
+    assert sleeps == ROUNDS.delays(), sleeps
+    assert sorted(client.items) == [f"e-{n}" for n in range(5)], sorted(client.items)
+
+
+def test_what_is_still_unprocessed_after_the_last_round_is_reported_for_its_events_alone():
+    # Given a BatchWriteItem that leaves one item unprocessed on every call
+    batch = stored(4)
+    client, sleeps = BatchWrites(held=frozenset({"e-2"}), hold_rounds=99), list[float]()
+    # When the relay marks the batch
+    failed = store(client, sleeps).mark_notified(batch, NOW)
+    # Then that item's event alone is a failed mark, saying why; the others are marked
+    assert failed == {"e-2": "left unprocessed by DynamoDB after 3 BatchWriteItem calls"}, failed
+    assert sorted(client.items) == ["e-0", "e-1", "e-3"], sorted(client.items)
+    assert len(client.calls) == ROUNDS.attempts, client.calls
+
+
+def test_a_failed_call_fails_the_marks_of_its_own_items_and_no_others():
+    # Given 30 events, the call of the first 25 refused
+    batch = stored(30)
+    client = BatchWrites(refuse=frozenset({"e-7"}))
     # When the relay marks them
-    failed = relay(store).mark_all(batch)
-    # Then only the failed one is reported (still PENDING: its record is retried), with why
-    assert {event_id: str(error) for event_id, error in failed.items()} == {"e-3": "throttled: e-3"}
-    assert sorted(store.marked) == sorted(e.eventId for e in batch if e.eventId != "e-3")
+    failed = store(client, []).mark_notified(batch, NOW)
+    # Then the first call's 25 are failed marks, with the error; the last 5 are marked
+    assert sorted(failed) == sorted(f"e-{n}" for n in range(25)), sorted(failed)
+    assert failed["e-0"] == "ClientError: An error occurred (ValidationException) when calling the BatchWriteItem "\
+        "operation: refused", failed["e-0"]  # fmt: skip
+    assert sorted(client.items) == sorted(f"e-{n}" for n in range(25, 30)), sorted(client.items)
 
 
-def test_one_relay_makes_one_pool_of_marks_however_many_batches_it_marks_at_once(monkeypatch):
-    # Given pools that count themselves, where the first one made inside a batch's marks waits (a hang guard)
-    # until a second batch's marks have made theirs, as two concurrent batches may (the local runtime's lanes)
-    from concurrent.futures import ThreadPoolExecutor
-
-    from functions.relay import service
-
-    made: list[str] = []
-    second = threading.Event()
-    real = ThreadPoolExecutor
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        made.append(threading.current_thread().name)
-        if len(made) >= 2:
-            second.set()
-        elif threading.current_thread() is not threading.main_thread():
-            second.wait(HANG_GUARD_SECONDS)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(service, "ThreadPoolExecutor", counting)
-    store = MeetingStore()
-    store.meeting = threading.Barrier(1)  # marks go on at once here
-    marker = relay(store)
-    # When two batches are marked at once
-    batches = [threading.Thread(target=marker.mark_all, args=(events(4),), name=f"batch-{n}") for n in range(2)]
-    for batch in batches:
-        batch.start()
-    for batch in batches:
-        batch.join(HANG_GUARD_SECONDS)
-    # Then the relay made one pool for both (not one each, the first left behind with its threads)
-    assert len(made) == 1, f"{len(made)} pools made, by {made}"
-    assert len(store.marked) == 8, store.marked
+def test_one_item_twice_in_a_batch_is_put_once_and_both_are_answered():
+    # Given a batch naming one item twice (BatchWriteItem refuses a key twice in one call)
+    [one] = stored(1)
+    client = BatchWrites(held=frozenset({"e-0"}), hold_rounds=99)
+    # When the relay marks it
+    failed = store(client, []).mark_notified([one, one], NOW)
+    # Then each call put it once, and its failure is reported
+    assert all(ids == ["e-0"] for ids in client.calls), client.calls
+    assert list(failed) == ["e-0"], failed

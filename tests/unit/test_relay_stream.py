@@ -10,6 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools import Metrics
 
+from functions.relay.outbox_store import StoredEvent
 from functions.relay.service import OutboxRelay
 from functions.relay.stream import StreamRelay
 from shared import outbox
@@ -44,11 +45,9 @@ class Store:
         self.refuse = refuse
         self.marked: list[str] = []
 
-    def mark_notified(self, event: LoanEvent, published_at: datetime) -> bool:
-        if event.eventId in self.refuse:
-            raise RuntimeError(f"throttled: {event.eventId}")
-        self.marked.append(event.eventId)
-        return True
+    def mark_notified(self, stored: Sequence[StoredEvent], published_at: datetime) -> dict[str, str]:
+        self.marked += [one.event.eventId for one in stored if one.event.eventId not in self.refuse]
+        return {one.event.eventId: "throttled" for one in stored if one.event.eventId in self.refuse}
 
 
 def test_the_batch_fails_exactly_the_records_whose_event_was_not_published_or_not_marked_in_order():
