@@ -29,6 +29,7 @@ from http import HTTPStatus
 from typing import IO, Any, Self, cast
 
 from werkzeug import Request, Response
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wsgi import ClosingIterator, LimitedStream
 
@@ -110,11 +111,19 @@ class _PersistentHandler(_Handler):
         environ = self.make_environ()
         framed = framing_refusal(Request(environ)) is None
         if framed and not environ.get("wsgi.input_terminated"):  # chunked is terminated already
-            environ["wsgi.input"] = LimitedStream(cast(IO[bytes], self.rfile), int(environ.get("CONTENT_LENGTH") or 0))
-            environ["wsgi.input_terminated"] = True
+            try:
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+            except ValueError:  # more digits than Python reads (4,300): werkzeug reads it as 0, and so closes
+                framed = False
+            else:
+                environ["wsgi.input"] = LimitedStream(cast(IO[bytes], self.rfile), length)
+                environ["wsgi.input_terminated"] = True
         body: IO[bytes] = environ["wsgi.input"]
         try:
             status, headers, content = _answer(self.server.app, environ)
+        except (ConnectionError, TimeoutError, ClientDisconnected):  # gone mid-request: no one to answer
+            self.close_connection = True
+            return
         except Exception:
             self.server.log("error", f"Error on request:\n{traceback.format_exc()}")
             status, headers, content = _answer(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -126,12 +127,22 @@ def test_a_body_left_over_beyond_the_limit_closes_the_connection_instead_of_bein
         b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n",
         b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
         b"POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+        b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\nabc",
         b"GET /" + b"a" * 65540 + b" HTTP/1.1\r\n\r\n",
         b"GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
         b"GET /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
         b"GET /fail HTTP/1.1\r\nHost: t\r\n\r\n",
     ],
-    ids=["no-length", "length-and-chunked", "bad-chunk", "request-line-too-long", "http-1.0", "close", "app-error"],
+    ids=[
+        "no-length",
+        "length-and-chunked",
+        "bad-chunk",
+        "length-of-5000-digits",
+        "request-line-too-long",
+        "http-1.0",
+        "close",
+        "app-error",
+    ],
 )
 def test_a_request_whose_end_is_unknown_or_that_asks_to_close_is_answered_and_the_connection_closed(kept, raw):
     # Given a keep-alive server, and a request after which the next one's start is unknown (or not wanted)
@@ -148,6 +159,33 @@ def test_a_request_whose_end_is_unknown_or_that_asks_to_close_is_answered_and_th
             assert headers["content-type"] == "application/problem+json", answer
             assert json.loads(body)["status"] == status, answer
         assert answers.closed(), f"the server read on after {raw[:80]!r}"
+
+
+def body_reader(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    """An app that reads the whole body, as moto does, and answers its length."""
+    body = str(len(environ["wsgi.input"].read())).encode()
+    start_response("200 OK", [("Content-Length", str(len(body)))])
+    return [body]
+
+
+def test_a_client_gone_mid_body_leaves_no_traceback_and_the_next_is_served(capfd, caplog):
+    # Given a keep-alive server whose app reads bodies, and a client that sends half its body and resets
+    server = ThreadedHttpServer(body_reader, "127.0.0.1", 0, "kept", keep_alive=True).start()
+    try:
+        with connect(server) as gone:
+            gone.sendall(request("POST", "/x", b"12345")[:-2])
+            gone.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # When another client sends a whole request
+        with connect(server) as sock:
+            sock.sendall(request("POST", "/x", b"12345"))
+            answer = Answers(sock).next()
+    finally:
+        server.stop()
+    # Then it is answered, and the reset left no traceback behind
+    assert answer is not None
+    assert answer[2] == b"5", answer
+    logged = capfd.readouterr().err + caplog.text
+    assert "Traceback" not in logged, logged
 
 
 def test_a_head_answer_on_a_kept_connection_is_its_head_alone(kept):
