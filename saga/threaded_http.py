@@ -7,8 +7,8 @@ fault proxy's control API, the dashboard) keep it so. The AWS endpoint, which on
 call, keeps its connections alive (`keep_alive=True`, HTTP/1.1 persistent connections): a connection opened
 per call cost the endpoint and every client a connect, an accept and a thread each time. werkzeug's handler
 cannot keep one (after each answer it reads whatever the socket holds, the next request included), so
-_PersistentHandler answers instead: it gives the app the body alone (a LimitedStream of the Content-Length,
-or werkzeug's dechunked input), reads what the app left of it (up to 64 KiB: more, and the connection
+_PersistentHandler answers instead: it gives the app the body alone (werkzeug's input stream, delimited by
+the Content-Length or dechunked), reads what the app left of it (up to 64 KiB: more, and the connection
 closes rather than read it), and answers with a Content-Length. A request with no valid framing, an HTTP/1.0
 one, one that says `Connection: close`, an app that failed, and every answer while more than 256 connections
 are open close the connection; one idle for 120 s is closed, and `stop()` ends the held ones.
@@ -26,12 +26,12 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
-from typing import IO, Any, Self, cast
+from typing import IO, Any, Self
 
 from werkzeug import Request, Response
 from werkzeug.exceptions import ClientDisconnected
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
-from werkzeug.wsgi import ClosingIterator, LimitedStream
+from werkzeug.wsgi import ClosingIterator, get_input_stream
 
 from shared.problems import PROBLEM_CONTENT_TYPE, problem_body
 
@@ -109,15 +109,12 @@ class _PersistentHandler(_Handler):
         if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         environ = self.make_environ()
-        framed = framing_refusal(Request(environ)) is None
-        if framed and not environ.get("wsgi.input_terminated"):  # chunked is terminated already
-            try:
-                length = int(environ.get("CONTENT_LENGTH") or 0)
-            except ValueError:  # more digits than Python reads (4,300): werkzeug reads it as 0, and so closes
-                framed = False
-            else:
-                environ["wsgi.input"] = LimitedStream(cast(IO[bytes], self.rfile), length)
-                environ["wsgi.input_terminated"] = True
+        # A length of more than 18 digits (an exabyte) is no body anyone sends, and werkzeug reads one of more than
+        # 4,300 as 0: the connection closes after its answer.
+        framed = framing_refusal(Request(environ)) is None and len(environ.get("CONTENT_LENGTH", "")) <= 18
+        if framed:  # the body alone, as werkzeug delimits it: what the app leaves of it is read below
+            environ["wsgi.input"] = get_input_stream(environ)
+            environ["wsgi.input_terminated"] = True
         body: IO[bytes] = environ["wsgi.input"]
         try:
             status, headers, content = _answer(self.server.app, environ)
@@ -153,7 +150,7 @@ class _PersistentHandler(_Handler):
         if not bodiless:
             self.send_header("Content-Length", str(len(content)))
         if not keep:
-            self.send_header("Connection", "close")  # http.server then ends the connection after this answer
+            self.send_header("Connection", "close")  # the handler then ends the connection after this answer
         self.end_headers()
         if not bodiless:
             self.wfile.write(content)
