@@ -282,3 +282,34 @@ def test_a_reply_lost_fault_still_cuts_a_kept_connection_and_the_retry_gets_a_ne
     assert faults.injected["dynamodb:ListTables:ReplyLost"] == 1, faults.injected
     opened = moto_server.connections_accepted - before
     assert opened == 1, f"after a cut reply, a retry and one more call opened {opened} connections (expected 1)"
+
+
+def list_tables(extra: str = "") -> bytes:
+    """A DynamoDB ListTables as botocore sends it, unsigned (moto reads the signature's scope, not its value)."""
+    scope = "Credential=testing/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"
+    headers = (
+        f"X-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Type: application/x-amz-json-1.0\r\n"
+        f"Authorization: AWS4-HMAC-SHA256 {scope}\r\n{extra}"
+    )
+    return request("POST", "/", b"{}", headers)
+
+
+def test_on_the_aws_endpoint_a_pipelined_pair_is_answered_in_order_whatever_the_app_reads(moto_server):
+    # Given the AWS endpoint, a GET of its faults' control API with a body it ignores (shaped like a request),
+    # and a DynamoDB call whose body moto reads
+    first = request("GET", "/_saga/faults", SMUGGLED)
+    with socket.create_connection(("127.0.0.1", moto_server.port), timeout=HANG_GUARD_SECONDS) as sock:
+        answers = Answers(sock)
+        # When both are sent at once on one connection, then another call after their answers
+        sock.sendall(first + list_tables())
+        received = [answers.next(), answers.next()]
+        sock.sendall(list_tables("Connection: close\r\n"))
+        received.append(answers.next())
+    # Then each is answered once, in order, on the one connection
+    assert all(answer is not None for answer in received), received
+    statuses = [answer[0] for answer in received if answer]
+    assert statuses == [200, 200, 200], received
+    bodies = [json.loads(answer[2]) for answer in received if answer]
+    assert "rules" in bodies[0], bodies
+    assert "TableNames" in bodies[1], bodies
+    assert "TableNames" in bodies[2], bodies
