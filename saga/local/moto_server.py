@@ -6,7 +6,8 @@ served under one lock, and transactions are made all-or-nothing (moto_transactio
 then behaves like DynamoDB's serializable transactions. Its CloudWatch reports the SQS queues' age
 metric as AWS does (moto_metrics). In front of it, an AwsFaultInjector answers chosen calls with the
 errors real AWS gives and moto never does (aws_faults). werkzeug serves it (saga/threaded_http.py), as it
-serves moto's own server mode."""
+serves moto's own server mode, with its connections kept alive: only our own botocore clients call it, and
+each would otherwise open a connection per call."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ class MotoServer(ThreadedHttpServer):
         moto_metrics.install()
         moto = moto_deployment.AccountSettings(DomainDispatcherApplication(create_backend_app))
         self.faults = AwsFaultInjector(_Serialized(moto), faults, fault_seed)
-        super().__init__(self.faults, host, port, "moto")
+        super().__init__(self.faults, host, port, "moto", keep_alive=True)
 
     def reset(self) -> None:
         """Forget every resource (moto's backends are shared by the whole process)."""

@@ -2,7 +2,8 @@
 with a problem and the connection closed, never a hang or a silent drop; a chunked body reaches the
 function whole. The local servers' own refusals of a request line or
 headers too large to read are problem+json too, not http.server's HTML page. werkzeug frames every
-request (saga/threaded_http.py) and closes each connection after its answer."""
+request (saga/threaded_http.py) and closes each connection after its answer, except the AWS endpoint's, which it
+keeps alive (tests/integration/test_keep_alive.py)."""
 
 from __future__ import annotations
 
@@ -242,8 +243,10 @@ def test_a_head_answer_carries_no_body_on_each_local_server(name, path, orchestr
     )
 
 
-@pytest.mark.parametrize("name", ["orchestrator", "faultproxy-control", "aws"])
-def test_each_local_server_closes_the_connection_after_its_answer(name, orchestrator, loans_api, moto_server):
+@pytest.mark.parametrize("name", ["orchestrator", "faultproxy-control"])
+def test_each_local_server_that_faces_agents_closes_the_connection_after_its_answer(
+    name, orchestrator, loans_api, moto_server
+):
     # Given a local server, and two requests sent at once on one connection
     server = _head_servers(name, orchestrator, loans_api, moto_server.url).start()
     try:

@@ -1,6 +1,6 @@
 """The local runtime's AWS endpoint (saga/local/moto_server.py): a request it cannot frame is refused at
-once, and a stopped endpoint answers no one. (Served by werkzeug, it closes each connection after its
-answer: tests/integration/test_http_framing.py.)"""
+once, and a stopped endpoint answers no one, not even on a connection a client kept (its connections are
+kept alive: tests/integration/test_keep_alive.py)."""
 
 from __future__ import annotations
 
