@@ -18,7 +18,7 @@ import hashlib
 import json
 import re
 
-from uuid6 import uuid7
+from shared.event_ids import new_id
 
 # An assumed role's ARN ends with the session's name, which changes whenever its credentials are
 # refreshed: the principal is the role, or a retry after a refresh would miss its receipt.
@@ -57,7 +57,7 @@ def listing(caller: str, customer_id: str) -> str:
 
 
 def new_nonce() -> str:
-    return str(uuid7())
+    return new_id()
 
 
 def nonce_from_agent_key(agent_key_scope: str) -> str:
