@@ -69,7 +69,7 @@ class ControlRecord(Message):
         "(the reply of loans-api, the outbox, a catch-up read, an operator's repair or rebuild), when, and the "
         "version it made.",
     )
-    # Where the journey is listed (shared/tables.py CUSTOMER_INDEX): its creator's id and its customer's,
+    # Where the journey is listed (shared/keys.py CUSTOMER_INDEX): its creator's id and its customer's,
     # set at creation and carried unchanged by every later write. Stored, never shown: no dump includes it
     # and no schema declares it (the store writes it itself).
     listing: SkipJsonSchema[str | None] = Field(default=None, exclude=True)

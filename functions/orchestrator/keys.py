@@ -48,7 +48,7 @@ def agent_scope(caller: str, operation: str, journey_id: str, key: str) -> str:
 
 
 def listing(caller: str, customer_id: str) -> str:
-    """Where a journey is listed (shared/tables.py CUSTOMER_INDEX): the caller that created it and its
+    """Where a journey is listed (shared/keys.py CUSTOMER_INDEX): the caller that created it and its
     customer, so a caller lists only the journeys it created. Never shown to anyone. One digest of both,
     32 characters whatever the customerId: the record carries it on every write, and a customerId spelled
     out again (up to 128 characters) took the record past 1 KB, two write units a write."""

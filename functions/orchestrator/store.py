@@ -12,8 +12,14 @@ from shared.control_store import DynamoControlRecordStore, control_item
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.errors import StoreContention
 from shared.idempotency import Receipt
-from shared.keys import CONTROL_SK, journey_pk, receipt_key
-from shared.tables import CUSTOMER_INDEX, CUSTOMER_PARTITION_ATTRIBUTE, CUSTOMER_SORT_ATTRIBUTE
+from shared.keys import (
+    CONTROL_SK,
+    CUSTOMER_INDEX,
+    CUSTOMER_PARTITION_ATTRIBUTE,
+    CUSTOMER_SORT_ATTRIBUTE,
+    journey_pk,
+    receipt_key,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
