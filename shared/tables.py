@@ -5,15 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared import topology
-from shared.keys import (
-    CHANGES_INDEX,
-    CHANGES_PARTITION_ATTRIBUTE,
-    CHANGES_SORT_ATTRIBUTE,
-    CUSTOMER_INDEX,
-    CUSTOMER_PARTITION_ATTRIBUTE,
-    CUSTOMER_SORT_ATTRIBUTE,
-)
+from shared import keys, topology
 
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
@@ -21,6 +13,12 @@ TTL_ATTRIBUTE = "expiresAt"
 
 # The indexes' names and keys live with the key layout (shared/keys.py), which the functions import: this
 # module's specs are for the stack and the local runtime, and a function's init need not build them.
+CHANGES_INDEX = keys.CHANGES_INDEX
+CHANGES_PARTITION_ATTRIBUTE = keys.CHANGES_PARTITION_ATTRIBUTE
+CHANGES_SORT_ATTRIBUTE = keys.CHANGES_SORT_ATTRIBUTE
+CUSTOMER_INDEX = keys.CUSTOMER_INDEX
+CUSTOMER_PARTITION_ATTRIBUTE = keys.CUSTOMER_PARTITION_ATTRIBUTE
+CUSTOMER_SORT_ATTRIBUTE = keys.CUSTOMER_SORT_ATTRIBUTE
 
 
 @dataclass(frozen=True)
