@@ -69,7 +69,7 @@ class ControlRecord(Message):
         "(the reply of loans-api, the outbox, a catch-up read, an operator's repair or rebuild), when, and the "
         "version it made.",
     )
-    # Where the journey is listed (shared/tables.py CUSTOMER_INDEX): its creator's id and its customer's,
+    # Where the journey is listed (shared/keys.py CUSTOMER_INDEX): its creator's id and its customer's,
     # set at creation and carried unchanged by every later write. Stored, never shown: no dump includes it
     # and no schema declares it (the store writes it itself).
     listing: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
@@ -81,7 +81,7 @@ class ControlRecord(Message):
     @field_serializer("createdAt", when_used="json")
     def _sortable(self, created_at: datetime) -> str:
         """In UTC, always with its microseconds: one width, so the stored string sorts as the time does (the
-        customer index's sort key, shared/tables.py CUSTOMER_INDEX). pydantic's own form drops a zero fraction,
+        customer index's sort key, shared/keys.py CUSTOMER_INDEX). pydantic's own form drops a zero fraction,
         and `...:00Z` sorts after `...:00.000001Z`."""
         return created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

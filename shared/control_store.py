@@ -10,8 +10,7 @@ from botocore.exceptions import ClientError
 from shared.batch_read import batch_get
 from shared.control_record import ControlRecord, RecordHead
 from shared.dynamo import error_code, from_item, to_item
-from shared.keys import CONTROL_SK, journey_pk
-from shared.tables import CUSTOMER_PARTITION_ATTRIBUTE
+from shared.keys import CONTROL_SK, CUSTOMER_PARTITION_ATTRIBUTE, journey_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,12 +1,32 @@
 """Event ids are UUIDv7 (D4): the first 48 bits are the Unix time in milliseconds, so their strings
-sort by time. One module, one secret: how a time is read from an id, and the smallest id of a time."""
+sort by time. One module, one secret: how an id is minted, how a time is read from one, and the smallest id of
+a time."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cache
 
 _VERSION = 7
+
+
+@cache
+def _uuid7() -> Callable[[], uuid.UUID]:
+    """The standard library's UUIDv7 where it has one (Python 3.14, Lambda's runtime), else the uuid6
+    package's, imported at the first id rather than at a function's init."""
+    found: Callable[[], uuid.UUID] | None = getattr(uuid, "uuid7", None)
+    if found is not None:
+        return found
+    from uuid6 import uuid7
+
+    return uuid7
+
+
+def new_id() -> str:
+    """A new UUIDv7 string: time-ordered, and monotonic within the process."""
+    return str(_uuid7()())
 
 
 def time_of(event_id: str) -> datetime | None:

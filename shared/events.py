@@ -34,18 +34,21 @@ Rate = Annotated[Decimal, PlainSerializer(_four_places, return_type=str)]
 
 
 class Message(BaseModel):
-    """Base of every message: immutable, strict about unknown fields."""
+    """Base of every message: immutable, strict about unknown fields. Each model's validator is built at its
+    first use, not at import (`defer_build`): a function's init imports every message its modules name, and a
+    container uses a few of them (a model built into another's schema, or used once, is built then)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class WireMessage(BaseModel):
     """Base of the event schema, read off the wire (outbox items, queue messages, replies): a tolerant
     reader. A newer writer may add fields; every reader ignores what it does not know, so one added
     field cannot make every new event poison for the relay and the consumer. An unknown event *type*
-    is still refused (see `parse_event`): a reader cannot apply what it does not understand."""
+    is still refused (see `parse_event`): a reader cannot apply what it does not understand. Built at
+    first use, as `Message` is."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
 
 class SimulationSummary(WireMessage):

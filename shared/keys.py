@@ -36,13 +36,23 @@ def sweeper_lease_key(lane: int) -> dict[str, str]:
 
 
 SWEEPER_CURSOR_PK = "SWEEPER#cursor"  # one item per partition of the changes index, `sk` its name
-# The journey-changes index's shard count in use (shared/tables.py): the highest loans-api (before its first
+# The journey-changes index's shard count in use (CHANGES_INDEX below): the highest loans-api (before its first
 # write under a count above 1) or any sweeper run was configured with (shared/outbox.py
 # record_changes_shards), never lowered, so readers also walk shards a lowered count
 # no longer writes to (changes_partitions). In no index, not an event, like the cursors.
 CHANGES_SHARDS_KEY = {"pk": "CHANGES#shards", "sk": "COUNT"}
 
-# -- the loans table's journey-changes index (shared/tables.py CHANGES_INDEX) ------------------------
+# -- the loans table's journey-changes index ---------------------------------------------------------
+# The index of what changed when: every outbox event item, keyed by its `changesKey` (its type and a
+# shard: changes_partition below, the shard count derived from the target rate) and its UUIDv7
+# eventId (sorts by time), keys only. "Which events since T" is one Query per partition from the smallest
+# id of T: the scheduled audit reads the journeys that changed, and the sweeper walks each partition from
+# its cursor to find the events still PENDING (D7; there is no index of pending events). One entry per
+# event, whatever the shard count; each partition takes 1,000 write units/s, so the shards carry the rate.
+CHANGES_INDEX = "journey-changes"
+CHANGES_PARTITION_ATTRIBUTE = "changesKey"
+CHANGES_SORT_ATTRIBUTE = "eventId"
+
 # Its partition key is an event item's `changesKey`: the event type and a shard, `SimulationCreated#3`.
 # The shard is the eventId's CRC-32 modulo the shard count loans-api is configured with (derived from
 # the target rate, shared/capacity.py), so one type's entries spread over that many partitions whatever
@@ -53,6 +63,18 @@ CHANGES_SHARDS_KEY = {"pk": "CHANGES#shards", "sk": "COUNT"}
 CHANGES_KEY_SEPARATOR = "#"
 
 # -- the journeys table (the orchestrator's) ---------------------------------------------------------
+# The index of a customer's journeys, as the caller that created them lists them (GET /journeys): every
+# Control Record keyed by its `listing` (a digest of the creating caller and the customer, set at creation and
+# never changed) and its `createdAt` (one width, so it sorts as the time does: shared/control_record.py), keys
+# only; DynamoDB orders journeys created in the same microsecond by the table's key (the journeyId), and a
+# page's last key holds both. Not the journeyId alone: a journey created with an agent key has an id derived
+# from the key (docs/ARCHITECTURE.md D2), which says nothing of when. Every later write of the record carries
+# the same key and no projected attribute, so the index is written once per journey, when it is created
+# (DynamoDB writes an index only when the item's index key or projection changes). Its name changed with its
+# sort key (it was `customer-journeys`, by journeyId): a GSI's key cannot change in place (docs/DEPLOY.md).
+CUSTOMER_INDEX = "customer-journeys-by-time"
+CUSTOMER_PARTITION_ATTRIBUTE = "listing"
+CUSTOMER_SORT_ATTRIBUTE = "createdAt"
 CONTROL_SK = "CONTROL"  # the journey's Control Record
 
 

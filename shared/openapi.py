@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.idempotency import REPLAYED_HEADER
 from shared.problems import PROBLEM_CONTENT_TYPE, ProblemDetails
@@ -29,6 +29,8 @@ _ALLOW = {"description": "The methods this path answers.", "schema": {"type": "s
 
 class Health(BaseModel):
     # What GET /health answers while the API is up (no docstring: it would become the schema's description).
+    # Its validator is built when GET /openapi.json first asks for its schema, not at init.
+    model_config = ConfigDict(defer_build=True)
     status: str = Field(description="`ok`.")
 
 

@@ -11,8 +11,15 @@ from botocore.exceptions import ClientError
 
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import LoanEvent
-from shared.keys import CHANGES_SHARDS_KEY, EVENT_PREFIX, changes_partition, changes_shard, event_sk, journey_pk
-from shared.tables import CHANGES_PARTITION_ATTRIBUTE
+from shared.keys import (
+    CHANGES_PARTITION_ATTRIBUTE,
+    CHANGES_SHARDS_KEY,
+    EVENT_PREFIX,
+    changes_partition,
+    changes_shard,
+    event_sk,
+    journey_pk,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

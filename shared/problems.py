@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared import aws, errors, field_rules, json_input
 from shared.control_record import ActionView
@@ -185,13 +185,19 @@ def install(app: APIGatewayRestResolver) -> None:
         return problem(500, "internal", "Internal error", "an unexpected error occurred", retryable=True)
 
 
+# The problem's schema, for the OpenAPI documents only (shared/openapi.py): the bodies are written by
+# `problem_body`, so the models' validators are built only if GET /openapi.json asks for them.
 class FieldError(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     field: str = Field(description="Where: `body.amount`, `header.idempotency-key`, ...")
     message: str
 
 
 class ProblemDetails(BaseModel):
     """RFC 9457 problem details, as every error response of both APIs carries them."""
+
+    model_config = ConfigDict(defer_build=True)
 
     type: str = Field(description="A URI naming the kind of problem.")
     title: str

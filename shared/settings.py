@@ -8,8 +8,6 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.capacity import DEFAULT_CAPACITY
-
 
 class BaseSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -42,6 +40,14 @@ class BaseSettings(BaseModel):
         }
 
 
+def _default_changes_index_shards() -> int:
+    """The shards at the default target rate, for a function the stack did not tell (the stack tells every one
+    that reads the loans table): shared/capacity.py is imported then, not at every function's init."""
+    from shared.capacity import DEFAULT_CAPACITY
+
+    return DEFAULT_CAPACITY.changes_index_shards
+
+
 class LoansTableSettings(BaseSettings):
     """Settings of a function that reads or writes the loans table (loans-api, the relay and the sweeper, the
     audit)."""
@@ -49,4 +55,4 @@ class LoansTableSettings(BaseSettings):
     loans_table_name: str
     # The journey-changes index's shards per event type (shared/keys.py), from the target rate: loans-api
     # writes to this many; the sweeper and the audit walk this many, or more if a larger count was recorded.
-    changes_index_shards: int = Field(default=DEFAULT_CAPACITY.changes_index_shards, ge=1)
+    changes_index_shards: int = Field(default_factory=_default_changes_index_shards, ge=1)

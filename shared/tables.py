@@ -5,21 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared import topology
+from shared import keys, topology
 
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "expiresAt"
 
-# The index of what changed when: every outbox event item, keyed by its `changesKey` (its type and a
-# shard: shared/keys.py changes_partition, the shard count derived from the target rate) and its UUIDv7
-# eventId (sorts by time), keys only. "Which events since T" is one Query per partition from the smallest
-# id of T: the scheduled audit reads the journeys that changed, and the sweeper walks each partition from
-# its cursor to find the events still PENDING (D7; there is no index of pending events). One entry per
-# event, whatever the shard count; each partition takes 1,000 write units/s, so the shards carry the rate.
-CHANGES_INDEX = "journey-changes"
-CHANGES_PARTITION_ATTRIBUTE = "changesKey"
-CHANGES_SORT_ATTRIBUTE = "eventId"
+# The indexes' names and keys live with the key layout (shared/keys.py), which the functions import: this
+# module's specs are for the stack and the local runtime, and a function's init need not build them.
+CHANGES_INDEX = keys.CHANGES_INDEX
+CHANGES_PARTITION_ATTRIBUTE = keys.CHANGES_PARTITION_ATTRIBUTE
+CHANGES_SORT_ATTRIBUTE = keys.CHANGES_SORT_ATTRIBUTE
+CUSTOMER_INDEX = keys.CUSTOMER_INDEX
+CUSTOMER_PARTITION_ATTRIBUTE = keys.CUSTOMER_PARTITION_ATTRIBUTE
+CUSTOMER_SORT_ATTRIBUTE = keys.CUSTOMER_SORT_ATTRIBUTE
 
 
 @dataclass(frozen=True)
@@ -61,18 +60,6 @@ LOANS_TABLE = TableSpec(
         IndexSpec(CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE, projection="KEYS_ONLY"),
     ),
 )
-# The index of a customer's journeys, as the caller that created them lists them (GET /journeys): every
-# Control Record keyed by its `listing` (a digest of the creating caller and the customer, set at creation and
-# never changed) and its `createdAt` (one width, so it sorts as the time does: shared/control_record.py), keys
-# only; DynamoDB orders journeys created in the same microsecond by the table's key (the journeyId), and a
-# page's last key holds both. Not the journeyId alone: a journey created with an agent key has an id derived
-# from the key (docs/ARCHITECTURE.md D2), which says nothing of when. Every later write of the record carries
-# the same key and no projected attribute, so the index is written once per journey, when it is created
-# (DynamoDB writes an index only when the item's index key or projection changes). Its name changed with its
-# sort key (it was `customer-journeys`, by journeyId): a GSI's key cannot change in place (docs/DEPLOY.md).
-CUSTOMER_INDEX = "customer-journeys-by-time"
-CUSTOMER_PARTITION_ATTRIBUTE = "listing"
-CUSTOMER_SORT_ATTRIBUTE = "createdAt"
 JOURNEYS_TABLE = TableSpec(
     logical_id="JourneysTable",
     local_name="journeys",

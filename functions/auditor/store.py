@@ -20,7 +20,10 @@ from shared.control_store import control_item
 from shared.dynamo import cancellation_reasons, error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES, LoanEvent
 from shared.keys import (
+    CHANGES_INDEX,
+    CHANGES_PARTITION_ATTRIBUTE,
     CHANGES_SHARDS_KEY,
+    CHANGES_SORT_ATTRIBUTE,
     CONTROL_SK,
     JOURNEY_PREFIX,
     LEDGER_SK,
@@ -28,7 +31,6 @@ from shared.keys import (
     event_sk,
     journey_pk,
 )
-from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -10,9 +10,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from uuid6 import uuid7
-
 from functions.loans_api import pricing
+from shared import event_ids
 from shared.errors import BusinessRuleViolated, SimulationLimitReached
 from shared.events import (
     AcceptanceSummary,
@@ -23,10 +22,8 @@ from shared.events import (
     SimulationSummary,
 )
 
-
-def new_id() -> str:
-    """Time-ordered UUIDv7, used for entity and event ids."""
-    return str(uuid7())
+# Time-ordered UUIDv7, used for entity and event ids.
+new_id = event_ids.new_id
 
 
 @dataclass(frozen=True)

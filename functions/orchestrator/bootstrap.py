@@ -11,7 +11,6 @@ from typing import Any, cast
 
 import urllib3
 from aws_lambda_powertools import Metrics
-from uuid6 import uuid7
 
 from functions.orchestrator import bedrock
 from functions.orchestrator.api import create_app
@@ -25,6 +24,7 @@ from shared import aws
 from shared.applier import EventApplier
 from shared.clock import utc_now
 from shared.entry_points import Handler
+from shared.event_ids import new_id
 from shared.guards import guarded
 from shared.loans_client import HttpRequester, http_loans_client
 from shared.problems import problem_body
@@ -41,10 +41,6 @@ def loans_attempt_seconds(settings: OrchestratorSettings, first: bool = False) -
     return settings.loans_connect_timeout + read
 
 
-def _new_journey_id() -> str:
-    return str(uuid7())
-
-
 @dataclass(frozen=True)
 class Ports:
     """What the composition root makes for itself unless it is given it: the journeys table's store, the
@@ -56,7 +52,7 @@ class Ports:
     sleep: Callable[[float], None] = time.sleep
     pause: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
-    new_journey_id: Callable[[], str] = _new_journey_id
+    new_journey_id: Callable[[], str] = new_id
 
 
 def build_service(

@@ -20,7 +20,7 @@ import json
 import re
 from uuid import UUID
 
-from uuid6 import uuid7
+from shared.event_ids import new_id
 
 # An assumed role's ARN ends with the session's name, which changes whenever its credentials are
 # refreshed: the principal is the role, or a retry after a refresh would miss its receipt.
@@ -70,7 +70,7 @@ def create_hash(request_hash: str) -> str:
 
 
 def listing(caller: str, customer_id: str) -> str:
-    """Where a journey is listed (shared/tables.py CUSTOMER_INDEX): the caller that created it and its
+    """Where a journey is listed (shared/keys.py CUSTOMER_INDEX): the caller that created it and its
     customer, so a caller lists only the journeys it created. Never shown to anyone. One digest of both,
     32 characters whatever the customerId: the record carries it on every write, and a customerId spelled
     out again (up to 128 characters) took the record past 1 KB, two write units a write."""
@@ -79,7 +79,7 @@ def listing(caller: str, customer_id: str) -> str:
 
 
 def new_nonce() -> str:
-    return str(uuid7())
+    return new_id()
 
 
 def nonce_from_agent_key(agent_key_scope: str) -> str:

@@ -10,8 +10,7 @@ from botocore.exceptions import ClientError
 from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore, control_item, record_of
 from shared.dynamo import error_code, from_item, to_item
-from shared.keys import JOURNEY_PREFIX
-from shared.tables import CUSTOMER_INDEX, CUSTOMER_PARTITION_ATTRIBUTE, CUSTOMER_SORT_ATTRIBUTE
+from shared.keys import CUSTOMER_INDEX, CUSTOMER_PARTITION_ATTRIBUTE, CUSTOMER_SORT_ATTRIBUTE, JOURNEY_PREFIX
 
 
 class DynamoJourneyStore(DynamoControlRecordStore):

@@ -1,7 +1,7 @@
 """The sweeper (docs/ARCHITECTURE.md, D7): road 2's backstop, and the outbox's age.
 
 There is no index of pending events. Every outbox event is in the keys-only `journey-changes` index
-(shared/tables.py CHANGES_INDEX: a partition per event type and shard, sorted by the UUIDv7 eventId, so
+(shared/keys.py CHANGES_INDEX: a partition per event type and shard, sorted by the UUIDv7 eventId, so
 by time), and the sweeper walks each partition from a cursor it keeps in the loans table:
 
 * The partitions are every event type's shards 0 .. n-1 (shared/keys.py changes_partitions), n the larger
@@ -67,8 +67,15 @@ from shared.batch_read import BATCH_GET_LIMIT, batch_read
 from shared.capacity import DEFAULT_CAPACITY
 from shared.dynamo import error_code, from_item, to_item
 from shared.events import KNOWN_EVENT_TYPES
-from shared.keys import CHANGES_SHARDS_KEY, SWEEPER_CURSOR_PK, changes_partition, changes_partitions
-from shared.tables import CHANGES_INDEX, CHANGES_PARTITION_ATTRIBUTE, CHANGES_SORT_ATTRIBUTE
+from shared.keys import (
+    CHANGES_INDEX,
+    CHANGES_PARTITION_ATTRIBUTE,
+    CHANGES_SHARDS_KEY,
+    CHANGES_SORT_ATTRIBUTE,
+    SWEEPER_CURSOR_PK,
+    changes_partition,
+    changes_partitions,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

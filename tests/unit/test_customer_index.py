@@ -1,4 +1,4 @@
-"""The customer index's sort key (shared/tables.py CUSTOMER_SORT_ATTRIBUTE, the record's stored `createdAt`)
+"""The customer index's sort key (shared/keys.py CUSTOMER_SORT_ATTRIBUTE, the record's stored `createdAt`)
 sorts as the creation time does, whatever the time and its zone: DynamoDB compares the strings byte by byte."""
 
 from __future__ import annotations

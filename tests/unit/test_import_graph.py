@@ -17,7 +17,9 @@ from tests.support import PROCESS_PATIENCE
 HANDLERS = [f"functions.{name}.handler" for name in ("orchestrator", "loans_api", "relay", "consumer", "auditor")]
 # Powertools' parser models too: no function parses with them, and the batch utility imports them (the relay's
 # cold start paid for them) whenever pydantic is loaded before it.
-KEPT_OUT = ("boto3", "s3transfer", "aws_xray_sdk", "aws_lambda_powertools.utilities.parser")
+# And uuid6: the ids are minted with it only where the standard library has no uuid7 (shared/event_ids.py), at
+# the first id, not at init. Nor the stack's table and queue specs: a function needs only the keys (shared/keys.py).
+KEPT_OUT = ("boto3", "s3transfer", "aws_xray_sdk", "aws_lambda_powertools.utilities.parser", "uuid6", "shared.tables")
 STUBS_PREFIX = "mypy_boto3"  # mypy-boto3-dynamodb & co. (botocore-stubs is stubs only: nothing to import)
 
 
