@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 
@@ -33,6 +33,9 @@ from shared import aws
 from shared.dynamo import to_item
 from shared.keys import CONTROL_SK, journey_pk
 from tools.inprocess import InProcessHttp
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 BATCH_SIZE = 10  # the stack's SQS batch size
 
@@ -176,7 +179,7 @@ def drain_rate(moto: MotoProcess, backlog: int, journeys: int) -> tuple[Timed, T
 FLOOR_REQUESTS = 50
 
 
-def _endpoint_floor(moto: MotoProcess, client: Any, table: str, journey_id: str) -> float:
+def _endpoint_floor(moto: MotoProcess, client: DynamoDBClient, table: str, journey_id: str) -> float:
     """The endpoint's CPU seconds per request for the least one: a GetItem of one attribute of one Control
     Record (the drain's BatchGetItem is the only request a duplicate costs; what the endpoint spends on it
     above this is what the read itself costs it)."""

@@ -56,7 +56,7 @@ def create(api: ApiClient, customer: str, key: str) -> HttpResponse:
 
 
 def test_two_creates_with_one_key_at_once_make_one_journey_and_the_later_put_replays_it(
-    orchestrator, late, dynamodb, resources
+    orchestrator, late, dynamodb: DynamoDBClient, resources
 ):
     # Given a create whose put is overtaken by another create with the same key and body
     api, store = late
@@ -76,7 +76,7 @@ def test_two_creates_with_one_key_at_once_make_one_journey_and_the_later_put_rep
 
 
 def test_a_create_whose_put_lands_after_the_journey_moved_on_replays_it_as_it_stands_and_resets_nothing(
-    orchestrator, late, dynamodb, resources
+    orchestrator, late, dynamodb: DynamoDBClient, resources
 ):
     # Given a create's first attempt that stalls before its put (the agent timed out), while its retry
     # creates the journey and the agent prices a loan on it
@@ -102,7 +102,7 @@ def test_a_create_whose_put_lands_after_the_journey_moved_on_replays_it_as_it_st
     assert len(control_records(dynamodb, resources.journeys_table)) == 1
 
 
-def test_one_key_two_bodies_at_once_make_one_journey_and_a_422(orchestrator, late, dynamodb, resources):
+def test_one_key_two_bodies_at_once_make_one_journey_and_a_422(orchestrator, late, dynamodb: DynamoDBClient, resources):
     # Given a create for c-2 overtaken by a create for c-1 with the same key
     api, store = late
     first: list[HttpResponse] = []
