@@ -430,7 +430,7 @@ def _cold_start(measured: Mapping[str, Any]) -> dict[str, str]:
     )
     return {
         "cold_runs": str(cold["runs"]),
-        "floor_code": "; ".join(line for line in cold["floorCode"].splitlines() if line),
+        "floor_code": "; ".join(cold["floorCode"].replace(":\n    ", ": ").splitlines()),
         "init_rows": _lines(rows),
         "first_requests": ", ".join(
             f"{name} {request['cpuMs']:.0f} ms CPU, {request['ms']:.0f} ms wall ({request['method']} "
