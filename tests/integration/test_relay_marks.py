@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
+import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from bench.meter import Meter
@@ -356,3 +357,28 @@ def test_a_stream_mark_keeps_binary_attributes_a_newer_writer_added_as_they_were
     final = item_of(dynamodb, resources, event)
     assert final["status"] == {"S": outbox.NOTIFIED}, final
     assert but_the_mark(final) == but_the_mark(image), (final, image)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the mark is an unconditional put of whatever image the invocation carries (D6): whoever may invoke the "
+    "relay (lambda:InvokeFunction) can make its role rewrite any committed EVENT# item; the conditional UpdateItem "
+    "it replaced could only mark a PENDING item. Not fixed here: a conditional write or a read per item is the cost",
+)
+def test_an_invocation_carrying_a_forged_image_of_a_committed_event_does_not_rewrite_it(
+    dynamodb: DynamoDBClient, resources, relay_settings
+):
+    # Given an event committed and already marked NOTIFIED
+    event = stale_event("forged", 1, minutes_ago=0)
+    [image] = committed(dynamodb, resources, event)
+    store = DynamoOutboxStore(aws.client("dynamodb", resources.region, resources.endpoint_url), resources.loans_table)
+    assert store.mark_notified([stored(image)], _now()) == {}
+    marked = item_of(dynamodb, resources, event)
+    # When someone invokes the relay with an INSERT record of the same key whose image says another thing
+    forged = {**image, "type": {"S": "LoanDisbursed"}, "occurredAt": {"S": "2020-01-01T00:00:00Z"}}
+    insert = {"eventName": "INSERT", "dynamodb": {"SequenceNumber": "1", "Keys": key_of(event), "NewImage": forged}}
+    relay = OutboxRelay(relay_bootstrap.sns_publisher(relay_settings), store, quiet_metrics("relay"), _now)
+    StreamRelay(relay).handle({"Records": [insert]}, None)
+    # Then the committed event is as it was: a mark changes its status and publication time alone
+    final = item_of(dynamodb, resources, event)
+    assert but_the_mark(final) == but_the_mark(marked), (final, marked)
