@@ -335,16 +335,22 @@ def lambda_image(item: dict[str, Any]) -> dict[str, Any]:
     return {name: value(typed) for name, typed in item.items()}
 
 
+# Attributes a newer loans-api might add to an event item, which this relay does not know: binaries, a set of
+# them, a number of 37 digits (a float would not keep it), nested.
+FUTURE: dict[str, Any] = {
+    "signature": {"B": b"\x00\x01\xfe\xff"},
+    "digests": {"BS": [b"\x10", b"\x20\x21"]},
+    "extra": {"M": {"blob": {"B": b"\x7f"}, "n": {"N": "0.1000000000000000000000000000000000001"}}},
+}
+
+
 def test_a_stream_mark_keeps_binary_attributes_a_newer_writer_added_as_they_were_committed(
     dynamodb: DynamoDBClient, resources, relay_settings
 ):
     # Given an event committed with attributes this relay does not know, binary ones among them (a newer
     # loans-api's), and its INSERT record as Lambda delivers it (JSON: binaries as base64 text)
     event = stale_event("binary", 1, minutes_ago=0)
-    number = "0.1000000000000000000000000000000000001"  # 37 digits: a float would not keep it
-    future: dict[str, Any] = {"signature": {"B": b"\x00\x01\xfe\xff"}, "digests": {"BS": [b"\x10", b"\x20\x21"]},
-                              "extra": {"M": {"blob": {"B": b"\x7f"}, "n": {"N": number}}}}  # fmt: skip
-    dynamodb.put_item(TableName=resources.loans_table, Item={**outbox.outbox_item(event), **future})
+    dynamodb.put_item(TableName=resources.loans_table, Item={**outbox.outbox_item(event), **FUTURE})
     image = item_of(dynamodb, resources, event)
     insert = {"eventName": "INSERT", "dynamodb": {"SequenceNumber": "1", "Keys": lambda_image(key_of(event)),
                                                   "NewImage": lambda_image(image)}}  # fmt: skip
@@ -382,3 +388,20 @@ def test_an_invocation_carrying_a_forged_image_of_a_committed_event_does_not_rew
     # Then the committed event is as it was: a mark changes its status and publication time alone
     final = item_of(dynamodb, resources, event)
     assert but_the_mark(final) == but_the_mark(marked), (final, marked)
+
+
+def test_a_sweeper_mark_keeps_every_attribute_it_does_not_know_as_committed(
+    dynamodb: DynamoDBClient, resources, relay_settings
+):
+    # Given a stale PENDING event committed with attributes this relay does not know
+    event = stale_event("unknown", 1, minutes_ago=5)
+    dynamodb.put_item(TableName=resources.loans_table, Item={**outbox.outbox_item(event), **FUTURE})
+    image = item_of(dynamodb, resources, event)
+    # When the sweeper republishes and marks it (its read of the item is what it puts back)
+    later = datetime.now(UTC) + timedelta(minutes=1)
+    report = relay_bootstrap.build_sweeper(relay_settings, quiet_metrics("sweeper"), lambda: later).sweep()
+    # Then it is NOTIFIED and every other attribute is as committed (a read of fewer attributes would drop them)
+    assert (report.republished, report.failed) == (1, 0), report
+    final = item_of(dynamodb, resources, event)
+    assert final["status"] == {"S": outbox.NOTIFIED}, final
+    assert but_the_mark(final) == but_the_mark(image), (final, image)
