@@ -405,3 +405,20 @@ def test_a_sweeper_mark_keeps_every_attribute_it_does_not_know_as_committed(
     final = item_of(dynamodb, resources, event)
     assert final["status"] == {"S": outbox.NOTIFIED}, final
     assert but_the_mark(final) == but_the_mark(image), (final, image)
+
+
+def test_the_local_stream_relay_keeps_binary_attributes_as_committed(
+    dynamodb: DynamoDBClient, resources, stream_poller
+):
+    # Given an event committed with attributes this relay does not know, binary ones among them
+    event = stale_event("local-binary", 1, minutes_ago=0)
+    dynamodb.put_item(TableName=resources.loans_table, Item={**outbox.outbox_item(event), **FUTURE})
+    image = item_of(dynamodb, resources, event)
+    # When the local runtime's stream poller delivers its INSERT to the relay (as Lambda does: JSON)
+    answers = noting_answers(stream_poller)
+    drain_stream(stream_poller)
+    # Then the relay marked it, every other attribute as committed
+    assert [failed for _, failed in answers if failed] == [], answers
+    final = item_of(dynamodb, resources, event)
+    assert final["status"] == {"S": outbox.NOTIFIED}, final
+    assert but_the_mark(final) == but_the_mark(image), (final, image)
