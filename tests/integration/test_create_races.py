@@ -158,3 +158,19 @@ def test_a_journey_the_audit_rebuilt_still_answers_its_keys_create_and_is_still_
     assert (json_of(again)["journeyId"], json_of(again)["currentState"]) == (journey, "simulated"), again.body
     listed = json_of(orchestrator.get("/journeys?customerId=c-1"))
     assert [j["journeyId"] for j in listed["journeys"]] == [journey], listed
+
+
+def test_a_create_replayed_while_its_record_is_behind_loans_api_answers_the_journey_as_loans_api_holds_it(
+    orchestrator, loans_api
+):
+    # Given a keyed journey cancelled at loans-api whose reply never reached the record (still `created`)
+    journey = json_of(create(orchestrator, "c-1", "k-1"))["journeyId"]
+    cancelled = loans_api.post(f"/journeys/{journey}/cancel", None, key=f"{journey}:cancel")
+    assert cancelled.status in (200, 201), cancelled.body
+    assert json_of(orchestrator.get(f"/journeys/{journey}"))["currentState"] == "created"
+    # When the create is repeated with its key
+    again = create(orchestrator, "c-1", "k-1")
+    # Then it answers the journey caught up with loans-api: cancelled, offering nothing
+    answered = json_of(again)
+    assert (again.status, again.headers.get("Idempotent-Replayed")) == (201, "true"), again.body
+    assert (answered["currentState"], answered["availableActions"]) == ("cancelled", []), answered
