@@ -249,7 +249,11 @@ journey's history and no export job. What an operator does to archive: export th
 https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_ExportTableToPointInTime.html),
 then delete the items of finished journeys it no longer needs online (the journey's item and its `EVENT#`
 items, one partition per journey) with their own job. Deleting a journey's item removes "one disbursement,
-ever" for that journey's id, so delete only journeys whose ids are never reused. A TTL on event items was
+ever" for that journey's id, so delete only journeys whose ids are never reused: a keyed createJourney's id
+is its key's (docs/ARCHITECTURE.md D2), named again whenever its caller repeats the key, so keep its Control
+Record (journeys table), which that repeat then finds and answers, where it would otherwise make the journey
+anew, with no ledger. And delete only journeys whose events are all NOTIFIED and over a day old (the
+stream's record age): a mark still in flight puts its event item back whole (D6). A TTL on event items was
 the old layout's (7 days after publishing) and is gone: `GET /journeys/{id}` derives every quote's and
 acceptance's status from them."""
 

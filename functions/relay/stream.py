@@ -14,6 +14,8 @@ retries from the lowest one reported (bisecting the batch when the mapping says 
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from functions.relay.outbox_store import StoredEvent, UnreadableItem, read_outbox_item
@@ -29,7 +31,31 @@ def _outbox_insert(raw: dict[str, Any]) -> StoredEvent | UnreadableItem | None:
     keys = change.get("Keys") or {}
     if raw.get("eventName") != "INSERT" or not outbox.is_outbox_item(keys):
         return None
-    return read_outbox_item({**(change.get("NewImage") or {}), **keys})
+    image = {**(change.get("NewImage") or {}), **keys}
+    return read_outbox_item({name: _client_typed(value) for name, value in image.items()})
+
+
+def _client_typed(value: Any) -> Any:
+    """A stream image's attribute value as the DynamoDB client takes it. Lambda delivers the record as JSON,
+    binaries as base64 text, which the client would encode again, so the mark (which puts the image back)
+    would store the text in place of the bytes; numbers stay the exact text they are. An item of any shape
+    may be in the stream: what is not a typed value is left as it is (and read as unreadable)."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return value
+    [(kind, inner)] = value.items()
+    typed = value
+    try:
+        if kind == "B" and isinstance(inner, str):
+            typed = {"B": base64.b64decode(inner, validate=True)}
+        elif kind == "BS" and isinstance(inner, list):
+            typed = {"BS": [base64.b64decode(one, validate=True) if isinstance(one, str) else one for one in inner]}
+        elif kind == "M" and isinstance(inner, dict):
+            typed = {"M": {name: _client_typed(one) for name, one in inner.items()}}
+        elif kind == "L" and isinstance(inner, list):
+            typed = {"L": [_client_typed(one) for one in inner]}
+    except binascii.Error:  # not base64: not what Lambda sends; left as it is
+        return value
+    return typed
 
 
 class StreamRelay:

@@ -8,6 +8,8 @@ redrive policy)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 import time
 import zlib
@@ -105,7 +107,7 @@ class StreamPoller:
                 continue
             page = self._streams.get_records(ShardIterator=iterator, Limit=self.batch_size)
             self._iterators[shard_id] = page.get("NextShardIterator")
-            records = [{**r, "eventSourceARN": self._arn} for r in page.get("Records", [])]
+            records = [as_lambda_delivers({**r, "eventSourceARN": self._arn}) for r in page.get("Records", [])]
             read += len(records)
             self._measure_age(records)
             delivered = [r for r in records if self.admits is None or self.admits(r)]
@@ -203,6 +205,21 @@ class StreamPoller:
                     },
                 }
             )
+
+
+def as_lambda_delivers(record: dict[str, Any]) -> dict[str, Any]:
+    """A stream record as Lambda hands it to the function: JSON, so binaries are base64 text and times are epoch
+    seconds (botocore's parsed record has bytes and datetimes; a relay that only ever saw those would not
+    find out that the JSON form is not what the DynamoDB client takes back)."""
+
+    def encode(value: Any) -> Any:
+        if isinstance(value, bytes | bytearray):
+            return base64.b64encode(value).decode()
+        if isinstance(value, datetime):
+            return value.timestamp()
+        raise TypeError(f"not in a stream record: {type(value).__name__}")
+
+    return json.loads(json.dumps(record, default=encode))  # type: ignore[no-any-return]
 
 
 def _created(record: dict[str, Any]) -> datetime | None:

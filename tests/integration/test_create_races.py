@@ -6,15 +6,19 @@ lands; a late put never resets the journey it finds."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from functions.auditor import bootstrap as auditor_bootstrap
+from functions.auditor.settings import AuditorSettings
 from functions.orchestrator import bootstrap as orchestrator_bootstrap
 from functions.orchestrator.settings import OrchestratorSettings
 from functions.orchestrator.store import DynamoJourneyStore
 from shared import aws
 from shared.control_record import ControlRecord
+from shared.control_store import DynamoControlRecordStore, control_item
 from tests.integration.aws_calls import scan
 from tests.support import ApiClient, json_of, quiet_metrics
 
@@ -126,3 +130,47 @@ def test_one_key_from_two_callers_makes_two_journeys_with_ids_of_their_own(orche
     ids = {json_of(m)["journeyId"] for m in made}
     assert len(ids) == 2, f"two callers' creates with one key made {ids}"
     assert [m.headers.get("Idempotent-Replayed") for m in made] == [None, None], [m.headers for m in made]
+
+
+def test_a_journey_the_audit_rebuilt_still_answers_its_keys_create_and_is_still_listed(
+    orchestrator, dynamodb, resources
+):
+    # Given a keyed journey, priced, whose record was then forged ahead of loans-api (a restore of one table)
+    made = json_of(create(orchestrator, "c-1", "k-1"))
+    journey = made["journeyId"]
+    assert orchestrator.post(f"/journeys/{journey}/simulate", {"amount": 5000, "termMonths": 12}).status == 200
+    records = DynamoControlRecordStore(dynamodb, resources.journeys_table)
+    record = records.get(journey)
+    assert record is not None
+    forged = record.model_copy(update={"lastAppliedSeq": 10**9})
+    dynamodb.put_item(TableName=resources.journeys_table, Item=control_item(forged))
+    # When `saga audit --repair --rebuild` re-projects it from loans-api's ledger
+    settings = AuditorSettings(aws_endpoint_url=resources.endpoint_url, loans_table_name=resources.loans_table,
+                               journeys_table_name=resources.journeys_table, grace_seconds=60)  # fmt: skip
+    later = datetime.now(UTC) + timedelta(seconds=120)
+    auditor, _ = auditor_bootstrap.build_auditor(dynamodb, dynamodb, settings, clock=lambda: later)
+    report = auditor.audit([journey], repair=True, rebuild=True)
+    assert [r.journeyId for r in report.rebuilt] == [journey], report
+    # Then the key's create still answers that journey as it stands (not 422: the rebuilt record kept the
+    # create's fingerprint), and the customer's list still has it (it kept its listing)
+    again = create(orchestrator, "c-1", "k-1")
+    assert (again.status, again.headers.get("Idempotent-Replayed")) == (201, "true"), again.body
+    assert (json_of(again)["journeyId"], json_of(again)["currentState"]) == (journey, "simulated"), again.body
+    listed = json_of(orchestrator.get("/journeys?customerId=c-1"))
+    assert [j["journeyId"] for j in listed["journeys"]] == [journey], listed
+
+
+def test_a_create_replayed_while_its_record_is_behind_loans_api_answers_the_journey_as_loans_api_holds_it(
+    orchestrator, loans_api
+):
+    # Given a keyed journey cancelled at loans-api whose reply never reached the record (still `created`)
+    journey = json_of(create(orchestrator, "c-1", "k-1"))["journeyId"]
+    cancelled = loans_api.post(f"/journeys/{journey}/cancel", None, key=f"{journey}:cancel")
+    assert cancelled.status in (200, 201), cancelled.body
+    assert json_of(orchestrator.get(f"/journeys/{journey}"))["currentState"] == "created"
+    # When the create is repeated with its key
+    again = create(orchestrator, "c-1", "k-1")
+    # Then it answers the journey caught up with loans-api: cancelled, offering nothing
+    answered = json_of(again)
+    assert (again.status, again.headers.get("Idempotent-Replayed")) == (201, "true"), again.body
+    assert (answered["currentState"], answered["availableActions"]) == ("cancelled", []), answered
