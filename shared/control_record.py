@@ -24,7 +24,8 @@ Road = Literal["reply", "outbox", "catch-up", "repair", "rebuild"]
 # The record is written on every event, and an item over 1 KB bills two write units a write: with two
 # entries of the longest road, the largest loan fields and a customerId of 128 ASCII characters the item stays
 # under 1 KB whatever the journey's history (tests/unit/test_applier.py holds it there; six entries passed
-# 1 KB). The API bounds customerId in characters, not bytes: 128 non-ASCII ones pass 1 KB (a strict xfail there).
+# 1 KB). The API bounds customerId in bytes (functions/orchestrator/models.py CUSTOMER_ID_BYTES): 128 characters
+# of up to four bytes each would take it past 1 KB.
 # The journey's whole history is loans-api's (its events, `saga journey show`), not the record's.
 TRAIL_LENGTH = 2
 

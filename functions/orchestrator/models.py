@@ -4,16 +4,32 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from shared.control_record import ActionView, ControlRecord
 from shared.events import Message
 from shared.loan_terms import Amount, EntityId, TermMonths
 
+# The Control Record carries the customerId on every write and stays under 1 KB (one write unit a write)
+# only if the id does: 128 bytes, not 128 characters (128 four-byte ones are 512 bytes).
+CUSTOMER_ID_BYTES = 128
+
+
+def _within_bytes(customer_id: str) -> str:
+    if len(customer_id.encode("utf-8", errors="surrogatepass")) > CUSTOMER_ID_BYTES:
+        raise ValueError(f"must be at most {CUSTOMER_ID_BYTES} bytes in UTF-8 (an accented letter takes 2)")
+    return customer_id
+
 
 class CreateJourneyRequest(Message):
     customerId: Annotated[
-        str, Field(min_length=1, max_length=128, description="Your customer's id, as your systems know it.")
+        str,
+        Field(
+            min_length=1,
+            max_length=CUSTOMER_ID_BYTES,
+            description=f"Your customer's id, as your systems know it: at most {CUSTOMER_ID_BYTES} bytes in UTF-8.",
+        ),
+        AfterValidator(_within_bytes),  # after the length in characters: a long id is refused before it is encoded
     ]
 
 

@@ -246,3 +246,26 @@ def test_a_body_two_readers_could_read_apart_or_no_decimal_holds_is_400(api, unc
     # Then 400 says which, and nothing is written
     assert detail in body["detail"]
     unchanged()
+
+
+@pytest.mark.parametrize(
+    ("customer", "admitted"),
+    [("é" * 64, True), ("é" * 65, False), ("😀" * 32, True), ("😀" * 33, False), ("c" * 128, True)],
+    ids=["64-two-byte", "65-two-byte", "32-four-byte", "33-four-byte", "128-ascii"],
+)
+def test_a_customer_id_is_bounded_in_bytes_so_its_record_stays_one_write_unit(
+    orchestrator: ApiClient, dynamodb: DynamoDBClient, resources, customer: str, admitted: bool
+):
+    # Given a customerId of at most 128 characters, over or within 128 bytes in UTF-8
+    before = scan(dynamodb, resources.journeys_table)
+    # When a journey is created for it
+    response = orchestrator.post("/journeys", {"customerId": customer}, key=f"customer-{len(customer.encode())}")
+    # Then within 128 bytes it is created; past them, a 422 names the field and the rule, and nothing is written
+    if admitted:
+        assert response.status == 201, response.body[:300]
+        return
+    body = assert_problem(response, 422, "validation")
+    assert [(e["field"], e["message"]) for e in body["errors"]] == [
+        ("body.customerId", "customerId must be at most 128 bytes in UTF-8 (an accented letter takes 2)")
+    ], body
+    assert scan(dynamodb, resources.journeys_table) == before
