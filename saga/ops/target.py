@@ -48,15 +48,15 @@ class Target:
     redrive_role_arn: str | None = None
 
     def dynamodb(self) -> DynamoDBClient:
-        """A DynamoDB client there, with short timeouts (an operator is waiting)."""
+        """A DynamoDB client there (OPS_BUDGET)."""
         return aws.client("dynamodb", self.region, self.endpoint_url, OPS_BUDGET)
 
     def sqs(self) -> SQSClient:
-        """An SQS client there, with short timeouts (an operator is waiting)."""
+        """An SQS client there (OPS_BUDGET)."""
         return aws.client("sqs", self.region, self.endpoint_url, OPS_BUDGET)
 
     def cloudwatch(self) -> CloudWatchClient:
-        """A CloudWatch client there (the queues' ages are its AWS/SQS metrics), with short timeouts."""
+        """A CloudWatch client there (the queues' ages are its AWS/SQS metrics; OPS_BUDGET)."""
         return aws.client("cloudwatch", self.region, self.endpoint_url, OPS_BUDGET)
 
     def redrive_sqs(self) -> SQSClient:
