@@ -12,6 +12,7 @@ from typing import Any
 from aws_lambda_powertools import Metrics
 
 from saga.local.apigw import HttpResponse, LambdaContextStub, http_response, proxy_event
+from shared import aws
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -19,6 +20,15 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # before it counts as hung: it ends as soon as it is done, and at a load average of 20 on 2 cores an import
 # that takes 2 s of CPU can take a minute, so a guard of a minute would turn a busy machine into a red test.
 PROCESS_PATIENCE = 600.0
+
+# The tests' own calls to the local AWS endpoint (moto, in a process of its own, serving one request at a
+# time): a read waits as long as a busy machine makes it, since the default budget (shared/aws.py: 2 s a
+# read, 3 attempts) is a Lambda's, and on a loaded machine it both fails the call and repeats it, and a
+# repeated call is not harmless: moto may have done the first (a second SendMessage, a ReceiveMessage that
+# hides ten more messages). A hang guard, not a budget: an attempt is retried only after a real hang.
+PATIENT_AWS = aws.AwsCallBudget(connect_timeout=5.0, read_timeout=120.0, max_attempts=3)
+# The same patience, one attempt: a test that counts what one call did (a retry would hide or double it).
+ONE_PATIENT_ATTEMPT = aws.AwsCallBudget(connect_timeout=5.0, read_timeout=120.0, max_attempts=1)
 
 # The orchestrator's operations an agent calls (its document also has `health`).
 AGENT_OPERATIONS = frozenset(

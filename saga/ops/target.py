@@ -18,8 +18,12 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
 
-# Every AWS call of an ops command: an operator waits for it.
-OPS_BUDGET = aws.AwsCallBudget(connect_timeout=1.0, read_timeout=5.0, max_attempts=2)
+# Every AWS call of an ops command (and of `saga verify`). A read waits as long as botocore's own default (60 s):
+# a slow answer is not a wrong one (the local endpoint serves one request at a time, and on a busy machine a
+# read of 5 s timed out: a sound check failed "could not read it", a command exited 1), and a read retried after
+# a timeout repeats a call AWS may have done: a second ReceiveMessage hides ten more messages from a DLQ
+# listing for 30 s. A connection that cannot be made fails at once: an operator is waiting.
+OPS_BUDGET = aws.AwsCallBudget(connect_timeout=1.0, read_timeout=60.0, max_attempts=2)
 LOCAL_AWS_ENDPOINT = "http://127.0.0.1:4566"
 LOCAL_API_URL = "http://127.0.0.1:3000"
 LOCAL_LOANS_API_URL = "http://127.0.0.1:3001"
@@ -44,15 +48,15 @@ class Target:
     redrive_role_arn: str | None = None
 
     def dynamodb(self) -> DynamoDBClient:
-        """A DynamoDB client there, with short timeouts (an operator is waiting)."""
+        """A DynamoDB client there (OPS_BUDGET)."""
         return aws.client("dynamodb", self.region, self.endpoint_url, OPS_BUDGET)
 
     def sqs(self) -> SQSClient:
-        """An SQS client there, with short timeouts (an operator is waiting)."""
+        """An SQS client there (OPS_BUDGET)."""
         return aws.client("sqs", self.region, self.endpoint_url, OPS_BUDGET)
 
     def cloudwatch(self) -> CloudWatchClient:
-        """A CloudWatch client there (the queues' ages are its AWS/SQS metrics), with short timeouts."""
+        """A CloudWatch client there (the queues' ages are its AWS/SQS metrics; OPS_BUDGET)."""
         return aws.client("cloudwatch", self.region, self.endpoint_url, OPS_BUDGET)
 
     def redrive_sqs(self) -> SQSClient:
@@ -68,9 +72,7 @@ class Target:
 
 def local_target(endpoint_url: str, region: str, api_url: str, loans_api_url: str) -> Target:
     """The system at a local (or other) AWS endpoint: its tables and queues by their local names."""
-    sqs = aws.client(
-        "sqs", region, endpoint_url, aws.AwsCallBudget(connect_timeout=1.0, read_timeout=3.0, max_attempts=1)
-    )
+    sqs = aws.client("sqs", region, endpoint_url, OPS_BUDGET)
 
     def url(spec: tables.QueueSpec) -> str:
         return str(sqs.get_queue_url(QueueName=spec.local_name)["QueueUrl"])

@@ -23,6 +23,7 @@ from shared.control_store import control_item
 from shared.events import LoanEvent
 from tests.chaos.journeys import journey, record_of
 from tests.crashes import ConsumerDiesMidBatch, RelayDiesAfterPublish
+from tests.support import PATIENT_AWS
 from tests.system import System
 from tools.ports import free_port
 
@@ -160,7 +161,7 @@ def test_7_a_poison_message_reaches_the_dlq_is_shown_and_is_redriven_once_fixed(
     code, out = system.saga("status", "--json")
     assert json.loads(out)["queues"]["eventsDlq"]["visible"] >= 1
     # Fix the cause (the journey's Control Record exists now), then redrive
-    dynamodb = aws.client("dynamodb", "us-east-1", system.aws_url)
+    dynamodb = aws.client("dynamodb", "us-east-1", system.aws_url, PATIENT_AWS)
     dynamodb.put_item(TableName=tables.JOURNEYS_TABLE.local_name,
                       Item=control_item(new_control_record(ghost, "ghost", datetime.now(UTC))))  # fmt: skip
     code, out = system.saga("dlq", "redrive")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared import aws, tables
-from tests.support import PROCESS_PATIENCE
+from tests.support import PATIENT_AWS, PROCESS_PATIENCE
 from tests.system import free_port, read_log, start_local, stop_local
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class Road2Off:
         return run_saga(*args, state_file=self.state_file)
 
     def sqs(self) -> SQSClient:
-        return aws.client("sqs", "us-east-1", self.aws_url)
+        return aws.client("sqs", "us-east-1", self.aws_url, PATIENT_AWS)
 
     def queue(self, spec: tables.QueueSpec) -> str:
         return str(self.sqs().get_queue_url(QueueName=spec.local_name)["QueueUrl"])

@@ -19,7 +19,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from tests.system import PATIENCE
+from tests.support import PROCESS_PATIENCE
 
 pytestmark = pytest.mark.slow
 
@@ -108,10 +108,10 @@ def test_the_mcp_configuration_make_prints_starts_the_server_from_anywhere_witho
 ):
     # Given the configuration `make mcp-config` prints, and the page's copy of it for a checkout elsewhere
     printed = subprocess.run(["make", "-s", "mcp-config", f"MCP_ARGS=--api-url {system.api_url}"], cwd=ROOT,
-                             capture_output=True, text=True, check=True, timeout=PATIENCE).stdout  # fmt: skip
+                             capture_output=True, text=True, check=True, timeout=PROCESS_PATIENCE).stdout  # fmt: skip
     server = json.loads(printed)["mcpServers"]["loan-saga"]
     default = subprocess.run(["make", "-s", "mcp-config"], cwd=ROOT, capture_output=True, text=True, check=True,
-                             timeout=PATIENCE).stdout  # fmt: skip
+                             timeout=PROCESS_PATIENCE).stdout  # fmt: skip
     page = DOC.read_text().split("make mcp-config\n```", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
     assert default.replace(str(ROOT), "/home/you/loan-saga") == page, f"make prints {default}, the page {page}"
     # When an MCP client starts it as configured, from another folder

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 from saga.ops.journeys import compare
+from tests.support import PATIENT_AWS
 from tests.system import LOANS_PROXY, free_port, queued, read_log, start_local, stop_local
 
 
@@ -89,7 +90,7 @@ def test_saga_status_shows_an_empty_outbox_queue_and_dlq_once_road_2_drained(sys
 def test_a_poison_message_shows_in_dlq_list_and_a_redrive_dry_run_leaves_it_there(system, clean_proxy):
     from shared import aws, tables
 
-    sqs = aws.client("sqs", "us-east-1", system.aws_url)
+    sqs = aws.client("sqs", "us-east-1", system.aws_url, PATIENT_AWS)
     queue = sqs.get_queue_url(QueueName=tables.EVENTS_QUEUE.local_name)["QueueUrl"]
     dlq = sqs.get_queue_url(QueueName=tables.EVENTS_DLQ.local_name)["QueueUrl"]
     before = queued(sqs, dlq)

@@ -17,6 +17,7 @@ import urllib3
 from shared import aws, tables
 from shared.events import LoanEvent, LoanSnapshot, SimulationSummary
 from tests.e2e.road2_off import Answer, Road2Off, run_saga
+from tests.support import PATIENT_AWS
 from tests.system import free_port, queued
 from tests.system import wait_for as system_wait_for
 
@@ -110,7 +111,7 @@ def test_every_command_with_json_prints_one_json_document_and_unreachable_exits_
 
 def test_status_check_fails_on_a_dlq_message_and_passes_after_redrive(system, clean_proxy):
     urls = ("--endpoint-url", system.aws_url, "--api-url", system.api_url, "--loans-api-url", system.loans_url)
-    sqs = aws.client("sqs", "us-east-1", system.aws_url)
+    sqs = aws.client("sqs", "us-east-1", system.aws_url, PATIENT_AWS)
     dlq = sqs.get_queue_url(QueueName=tables.EVENTS_DLQ.local_name)["QueueUrl"]
     sqs.purge_queue(QueueUrl=dlq)  # what other tests left there is theirs
     # Given a DLQ holding one event the consumer can apply (already applied: a harmless no-op)
@@ -162,7 +163,7 @@ def records_table(system):
     from shared.control_store import DynamoControlRecordStore
 
     return DynamoControlRecordStore(
-        aws.client("dynamodb", "us-east-1", system.aws_url), tables.JOURNEYS_TABLE.local_name
+        aws.client("dynamodb", "us-east-1", system.aws_url, PATIENT_AWS), tables.JOURNEYS_TABLE.local_name
     )
 
 
@@ -170,7 +171,7 @@ def test_forged_events_on_the_local_topic_and_queue_change_no_record_and_land_in
     system, clean_proxy
 ):
     urls = ("--endpoint-url", system.aws_url, "--api-url", system.api_url, "--loans-api-url", system.loans_url)
-    sqs = aws.client("sqs", "us-east-1", system.aws_url)
+    sqs = aws.client("sqs", "us-east-1", system.aws_url, PATIENT_AWS)
     dlq = sqs.get_queue_url(QueueName=tables.EVENTS_DLQ.local_name)["QueueUrl"]
     # Given a simulated journey, and a disbursed one whose real disbursement event is rewritten to name it
     _, target = system.api("POST", "/journeys", {"customerId": "forged"}, Idempotency_Key="forged-target")
@@ -185,7 +186,7 @@ def test_forged_events_on_the_local_topic_and_queue_change_no_record_and_land_in
     wedge = {**ledger, "journeyId": jid, "seq": 10**9, "eventId": "01900000-0000-7000-8000-00000000ffff",
              "snapshot": {**ledger["snapshot"], "journeyId": jid}}  # fmt: skip
     # When the first is published on the local events topic and the second sent straight to the queue
-    sns = aws.client("sns", "us-east-1", system.aws_url)
+    sns = aws.client("sns", "us-east-1", system.aws_url, PATIENT_AWS)
     [topic] = [
         t["TopicArn"] for t in sns.list_topics()["Topics"] if t["TopicArn"].endswith(tables.EVENTS_TOPIC_LOCAL_NAME)
     ]
@@ -288,7 +289,7 @@ def test_a_record_loans_api_never_saw_wedges_no_agent_and_the_rebuild_takes_it_b
 
 
 def _queue(system_aws_url: str, spec: tables.QueueSpec) -> tuple[Any, str]:
-    sqs = aws.client("sqs", "us-east-1", system_aws_url)
+    sqs = aws.client("sqs", "us-east-1", system_aws_url, PATIENT_AWS)
     return sqs, sqs.get_queue_url(QueueName=spec.local_name)["QueueUrl"]
 
 

@@ -19,11 +19,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.constants import MAX_METRICS
 
 from saga.local.containers import ContainerPool
+from tests.support import PROCESS_PATIENCE
 from tests.system import free_port, read_log, start_local, stop_local, wait_for
 
 # A bound on waiting for a condition, never the verdict: each test waits for what it asserts and fails
-# only if that has not happened by then.
-PATIENCE_SECONDS = 60
+# only if that has not happened by then (a hang guard: a process a busy machine is slow to end or start).
+PATIENCE_SECONDS = PROCESS_PATIENCE
 
 PROCESS_TABLE = Path("/proc/self/stat").exists()
 linux_only = pytest.mark.skipif(not PROCESS_TABLE, reason="reads the process table in /proc")

@@ -30,6 +30,7 @@ from saga.local.resources import LocalResources
 from shared.settings import BaseSettings
 from shared.tables import JOURNEYS_TABLE, LOANS_TABLE
 from tests.infra.lambda_container import STAGE_PATH
+from tests.support import PROCESS_PATIENCE
 
 REGION = "us-east-1"
 SETTINGS: dict[str, type[BaseSettings]] = {
@@ -114,7 +115,7 @@ class Container:
 
     def stop(self) -> None:
         self.process.kill()
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=PROCESS_PATIENCE)  # a hang guard (killed: it ends once the machine gets to it)
 
 
 class Deployment:

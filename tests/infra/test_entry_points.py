@@ -32,6 +32,7 @@ from shared.settings import BaseSettings
 from shared.tables import CHANGES_INDEX, CUSTOMER_INDEX, JOURNEYS_TABLE, LOANS_TABLE
 from tests.infra.deployment import REGION, SETTINGS, Container, Deployment, api_call, named, scheduled_event
 from tests.infra.lambda_container import STAGE_PATH
+from tests.support import PATIENT_AWS
 
 # Set in every function by infra/functions.py for Powertools and pydantic, which read them themselves.
 POWERTOOLS = {
@@ -120,7 +121,7 @@ def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
         containers["Sweeper"] = sweeper = deployment.start("Sweeper", overrides=SWEEPER_OVERRIDES)
         sweep = sweeper.invoke(scheduled_event())
         containers["Relay"] = relay = deployment.start("Relay")
-        streams = aws.client("dynamodbstreams", REGION, moto.url)
+        streams = aws.client("dynamodbstreams", REGION, moto.url, PATIENT_AWS)
         mappings = [
             v["Properties"] for v in deployment.resources.values() if v["Type"] == "AWS::Lambda::EventSourceMapping"
         ]
@@ -132,7 +133,7 @@ def deployed(template, tmp_path_factory) -> Iterator[DeployedRun]:
         containers["Auditor"] = auditor = deployment.start("Auditor")
         audit = auditor.invoke(scheduled_event())
         containers["Consumer"] = consumer = deployment.start("Consumer")
-        sqs = aws.client("sqs", REGION, moto.url)
+        sqs = aws.client("sqs", REGION, moto.url, PATIENT_AWS)
         queue_arn = sqs.get_queue_attributes(QueueUrl=local.events_queue_url, AttributeNames=["QueueArn"])
         sqs_poller = SqsPoller(sqs, local.events_queue_url, queue_arn["Attributes"]["QueueArn"], consumer.invoke)
         while sqs_poller.poll_once():

@@ -135,7 +135,7 @@ def test_a_venv_from_the_run_lock_alone_imports_every_running_module_and_serves_
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     assert uv, "uv (in the dev lock) is not installed"
     venv = tmp_path / "run-venv"
-    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
+    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=PROCESS_PATIENCE)
     python = venv / "bin" / "python"
     subprocess.run([uv, "pip", "install", "--quiet", "--python", str(python), "--require-hashes", "-r",
                     str(RUN_LOCK)], check=True, timeout=600)  # fmt: skip
@@ -163,8 +163,9 @@ def test_a_venv_from_the_run_lock_alone_imports_every_running_module_and_serves_
         """
     )
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "VIRTUAL_ENV"))}
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=300, check=False,
-                          cwd=packaging.ROOT, env={**environment, "PYTHONPATH": str(packaging.ROOT)})  # fmt: skip
+    environment["PYTHONPATH"] = str(packaging.ROOT)
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=PROCESS_PATIENCE,
+                          check=False, cwd=packaging.ROOT, env=environment)  # fmt: skip
     # Then every import resolves, the endpoint answers, and nothing of the dev lock's tools is there
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().startswith("http://"), done.stdout
@@ -263,9 +264,11 @@ def test_an_interrupted_make_test_leaves_no_mypy_running(tmp_path):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_interruptible,  # noqa: PLW1509
     )  # fmt: skip
     try:
-        for _ in range(600):
-            if started.exists() and mypy_pid.exists() and mypy_pid.read_text().strip():
-                break
+        # until both have started (or make ended without them), however long a busy machine takes: a hang guard
+        deadline = time.monotonic() + PROCESS_PATIENCE
+        while not (started.exists() and mypy_pid.exists() and mypy_pid.read_text().strip()):
+            assert make.poll() is None, f"make test ended ({make.returncode}) before starting pytest and mypy"
+            assert time.monotonic() < deadline, f"pytest and mypy not started after {PROCESS_PATIENCE:g} s"
             time.sleep(0.1)
         pid = int(mypy_pid.read_text())
         # When the developer presses Ctrl-C (SIGINT to make's whole process group, as a terminal sends it)

@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from saga.local.resources import LocalResources
 from shared import aws
 from shared.dynamo import from_item, to_item
+from tests.support import ONE_PATIENT_ATTEMPT
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
     from mypy_boto3_sqs import SQSClient
 
-NO_RETRIES = aws.AwsCallBudget(max_attempts=1)
+NO_RETRIES = ONE_PATIENT_ATTEMPT  # one attempt (a retry would hide what one call did), patient (tests/support.py)
 
 
 def dynamodb_client(resources: LocalResources, budget: aws.AwsCallBudget = NO_RETRIES) -> DynamoDBClient:

@@ -23,7 +23,7 @@ from saga.local.pollers import SqsPoller, StreamPoller
 from saga.local.resources import LocalResources, provision
 from shared import aws
 from shared.settings import BaseSettings
-from tests.support import ApiClient, quiet_metrics
+from tests.support import PATIENT_AWS, ApiClient, quiet_metrics
 from tools.inprocess import InProcessHttp
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def resources(moto_server: MotoServer) -> LocalResources:
 
 @pytest.fixture
 def dynamodb(resources: LocalResources) -> DynamoDBClient:
-    return aws.client("dynamodb", resources.region, resources.endpoint_url)
+    return aws.client("dynamodb", resources.region, resources.endpoint_url, PATIENT_AWS)
 
 
 @pytest.fixture
@@ -129,12 +129,12 @@ def consumer_loans_http(loans_settings: LoansSettings) -> InProcessHttp:
 
 @pytest.fixture
 def sqs(resources: LocalResources) -> SQSClient:
-    return aws.client("sqs", resources.region, resources.endpoint_url)
+    return aws.client("sqs", resources.region, resources.endpoint_url, PATIENT_AWS)
 
 
 @pytest.fixture
 def stream_poller(resources: LocalResources, relay_settings: RelaySettings, sqs: SQSClient) -> StreamPoller:
-    streams = aws.client("dynamodbstreams", resources.region, resources.endpoint_url)
+    streams = aws.client("dynamodbstreams", resources.region, resources.endpoint_url, PATIENT_AWS)
 
     def on_failure(record: dict) -> None:
         sqs.send_message(QueueUrl=resources.relay_failures_url, MessageBody=json.dumps(record))

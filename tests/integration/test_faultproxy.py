@@ -47,7 +47,7 @@ def proxied(upstream):
     server.stop()
 
 
-def get(url: str, read_timeout: float = 5.0):
+def get(url: str, read_timeout: float = 60.0):  # a hang guard: the toxics that cut a reply close the connection
     return urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=2, read=read_timeout)).request(
         "GET", url + "/x"
     )
@@ -105,7 +105,7 @@ def test_the_control_api_answers_409_for_a_second_proxy_400_for_an_unknown_toxic
 def test_toxicity_is_drawn_per_exchange_on_a_kept_alive_connection(proxied):
     client, url = proxied
     client.add_toxic("up", "limit_data", stream="downstream", toxicity=0.5, bytes=0)
-    pool = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=2, read=5), maxsize=1)
+    pool = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=2, read=60), maxsize=1)
     outcomes = []
     for _ in range(60):
         try:

@@ -34,7 +34,7 @@ from shared.keys import event_sk, journey_pk
 from shared.loan_terms import MAX_TERM_MONTHS
 from tests.integration.aws_calls import scan
 from tests.integration.journeys import LOANS_JOURNEY, simulate_at_loans_api
-from tests.support import ApiClient, json_of, quiet_metrics
+from tests.support import PATIENT_AWS, ApiClient, json_of, quiet_metrics
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -142,7 +142,7 @@ def test_the_relay_marks_the_largest_event_notified_and_it_stays_under_1_kb(reco
     # Given the largest event (the disbursement's: its snapshot holds the quote, the acceptance and the payment)
     answers = _every_command(recorded.api)
     paid = LoanEvent.model_validate(answers["disburse"]["event"])
-    dynamodb: DynamoDBClient = aws.client("dynamodb", resources.region, resources.endpoint_url)
+    dynamodb: DynamoDBClient = aws.client("dynamodb", resources.region, resources.endpoint_url, PATIENT_AWS)
     key = {"pk": {"S": journey_pk(paid.journeyId)}, "sk": {"S": event_sk(paid.seq)}}
     committed = dynamodb.get_item(TableName=resources.loans_table, Key=key, ConsistentRead=True)["Item"]
     stored = read_outbox_item(dict(committed))

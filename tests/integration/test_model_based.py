@@ -41,7 +41,7 @@ from shared import aws
 from shared.idempotency import Receipt
 from tests.crashes import RelayDiesAfterPublish
 from tests.integration.aws_calls import scan
-from tests.support import ApiClient, json_of, quiet_metrics
+from tests.support import PATIENT_AWS, ApiClient, json_of, quiet_metrics
 from tools.inprocess import InProcessHttp
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ class Functions:
         r = self.resources = self._provision()
         self.dynamodb = self.provision_clients.dynamodb
         self.sqs = self.provision_clients.sqs
-        self.streams = aws.client("dynamodbstreams", r.region, r.endpoint_url)
+        self.streams = aws.client("dynamodbstreams", r.region, r.endpoint_url, PATIENT_AWS)
         loans = loans_bootstrap.build(LoansSettings(aws_endpoint_url=r.endpoint_url, loans_table_name=r.loans_table),
                                       quiet_metrics("loans-api"))  # fmt: skip
         self.loans_http = InProcessHttp(loans)

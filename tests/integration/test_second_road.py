@@ -22,7 +22,7 @@ from shared.events import LoanEvent, parse_event
 from tests.crashes import RelayDiesAfterPublish, once
 from tests.integration.aws_calls import scan
 from tests.integration.journeys import journey_in, new_journey, simulate, truth
-from tests.support import json_of, quiet_metrics
+from tests.support import PATIENT_AWS, json_of, quiet_metrics
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -100,7 +100,7 @@ def test_relay_crash_between_publish_and_mark_republishes_and_the_consumer_dedup
     dynamodb: DynamoDBClient,
 ):
     # Given a relay that dies once right after publishing
-    sns = aws.client("sns", resources.region, resources.endpoint_url)
+    sns = aws.client("sns", resources.region, resources.endpoint_url, PATIENT_AWS)
     publisher = RelayDiesAfterPublish(SnsPublisher(sns, resources.topic_arn), once())
     stream_poller.handler = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"), publisher)
     delivered: Counter[str] = Counter()
@@ -298,7 +298,7 @@ def test_a_forged_disbursement_published_on_the_topic_changes_no_record_and_land
     before = record_of(orchestrator, journey)
     forged = disbursement_of_another_journey(orchestrator, loans_api, journey, seq=before["lastAppliedSeq"] + 1)
     # When it is published on the events topic and the consumer drains the queue
-    sns = aws.client("sns", resources.region, resources.endpoint_url)
+    sns = aws.client("sns", resources.region, resources.endpoint_url, PATIENT_AWS)
     sns.publish(TopicArn=resources.topic_arn, Message=forged.model_dump_json())
     drain_queue(sqs_poller)
     # Then the record is exactly as it was: nothing was disbursed

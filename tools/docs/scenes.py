@@ -109,7 +109,7 @@ def dlq_holds(count: int) -> Callable[[Runtime, Shell], bool]:
 
 # How long the scene repeats a call refused as retryable before it gives up: a hang guard, not a count of
 # tries (how many it takes depends on the machine's load).
-RETRY_SECONDS = 120.0
+RETRY_SECONDS = 600.0
 
 
 def mcp_session(runtime: Runtime, _: Shell) -> str:
