@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from bench.meter import Meter
