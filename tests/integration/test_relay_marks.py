@@ -1,5 +1,5 @@
 """The NOTIFIED mark on a moto server (functions/relay/outbox_store.py, D6): BatchWriteItem puts of each event
-item as committed with `status` NOTIFIED and `publishedAt`. Safe because nothing else writes an event item
+item as read from the table (never as an invocation says it is) with `status` NOTIFIED and `publishedAt`. Safe because nothing else writes an event item
 after its commit: the relay and the sweeper marking the same event both leave it NOTIFIED and otherwise as
 committed; an event item's attributes other than `status` and `publishedAt` never change after its commit,
 whatever road 2 does; what DynamoDB leaves unprocessed is a failed mark for its record alone, retried; and
@@ -360,7 +360,8 @@ def test_a_stream_mark_keeps_binary_attributes_a_newer_writer_added_as_they_were
     relay = OutboxRelay(relay_bootstrap.sns_publisher(relay_settings), store, quiet_metrics("relay"), _now)
     # When the stream's relay publishes and marks it
     answer = StreamRelay(relay).handle({"Records": [insert]}, None)
-    # Then it is NOTIFIED and every other attribute is as committed: the same bytes, not their base64 text
+    # Then it is NOTIFIED and every other attribute is as committed: the same bytes the table holds (the item
+    # read back), not the record's base64 text
     assert answer == {"batchItemFailures": []}, answer
     final = item_of(dynamodb, resources, event)
     assert final["status"] == {"S": outbox.NOTIFIED}, final
