@@ -1,9 +1,10 @@
 """The NOTIFIED mark on a moto server (functions/relay/outbox_store.py, D6): BatchWriteItem puts of each event
-item as read from the table (never as an invocation says it is) with `status` NOTIFIED and `publishedAt`. Safe because nothing else writes an event item
-after its commit: the relay and the sweeper marking the same event both leave it NOTIFIED and otherwise as
-committed; an event item's attributes other than `status` and `publishedAt` never change after its commit,
-whatever road 2 does; what DynamoDB leaves unprocessed is a failed mark for its record alone, retried; and
-a mark costs one write unit and no write of the changes index (bench/meter.py counts it)."""
+item as read from the table (never as an invocation says it is) with `status` NOTIFIED and `publishedAt`.
+Safe because nothing else writes an event item after its commit: the relay and the sweeper marking the same
+event both leave it NOTIFIED and otherwise as committed; an event item's attributes other than `status` and
+`publishedAt` never change after its commit, whatever road 2 does; what DynamoDB leaves unprocessed is a
+failed mark for its record alone, retried; and a mark costs one write unit and no write of the changes index
+(bench/meter.py counts it), the relay's read one read unit an event."""
 
 from __future__ import annotations
 
