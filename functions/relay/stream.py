@@ -30,7 +30,7 @@ from shared import outbox
 def _outbox_key(raw: dict[str, Any]) -> Key | None:
     """The key of an outbox INSERT record (its `dynamodb.Keys`: a string pk, a string sk of an event);
     None for any other record."""
-    change = raw.get("dynamodb") if isinstance(raw, dict) else None
+    change = raw.get("dynamodb")
     keys = change.get("Keys") if isinstance(change, dict) else None
     if raw.get("eventName") != "INSERT" or not isinstance(keys, dict) or not outbox.is_outbox_item(keys):
         return None
