@@ -38,8 +38,9 @@ ORCHESTRATOR = TableCalls(
 # The consumer reads its batch's record heads (BatchGetItem), the whole record of an event that applies
 # (GetItem, as the applier re-reads after a lost compare-and-swap), and writes it (PutItem).
 CONSUMER = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"))
-# The relay marks what it published: BatchWriteItem puts of the committed items (D6).
-RELAY = TableCalls(on_table=("dynamodb:BatchWriteItem",))
+# The relay reads its batch's event items by key (BatchGetItem: it publishes and marks what the table holds,
+# never what its invocation says) and marks what it published: BatchWriteItem puts of the items read (D6).
+RELAY = TableCalls(on_table=("dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"))
 # The sweeper walks the keys-only changes index from its cursors and reads the items it found there whole
 # (BatchGetItem, its cursors too); it marks what it republished (BatchWriteItem, as the relay). Its cursors
 # and its lease (shared/lease.py) are conditional PutItems on the same table.

@@ -1,13 +1,16 @@
-"""The relay's view of the outbox items in the loans table: reading one (an item that cannot be read
-is reported next to the readable ones, never in their way) and marking a batch of them NOTIFIED. The
-sweeper finds the items it reads in the changes index (functions/relay/sweeper.py).
+"""The relay's view of the outbox items in the loans table: reading a batch of them by key, strongly
+consistent (the stream's relay publishes and marks only what the table holds, never what its invocation
+says: D6), reading one as an event (an item that cannot be read is reported next to the readable ones, never
+in their way) and marking a batch of them NOTIFIED. The sweeper finds the items it reads in the changes
+index (functions/relay/sweeper.py).
 
 The mark is not a conditional update per item but BatchWriteItem puts, 25 a call, each writing back the
 item as loans-api committed it with `status` NOTIFIED and `publishedAt` (docs/ARCHITECTURE.md, D6). It
 is safe because an event item never changes after its transaction commits but for this mark: loans-api
 puts it once (`attribute_not_exists`), nothing deletes it, and the relay and the sweeper are the only
-writers after, both writing NOTIFIED over the committed image. So a put can only repeat a mark (a later
-one rewrites `publishedAt`), never undo another write. DynamoDB has no conditional batch write, and a
+writers after, both writing NOTIFIED over the item as they read it from the table (never an image an
+invocation carries). So a put can only repeat a mark (a later one rewrites `publishedAt`), never undo
+another write. DynamoDB has no conditional batch write, and a
 call costs a fraction of the CPU of one UpdateItem per event, for the same write unit per item."""
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pydantic import ValidationError
 
 from shared import event_ids, outbox
 from shared.backoff import Backoff
-from shared.batch_read import ROUNDS
+from shared.batch_read import ROUNDS, batch_read
 from shared.events import LoanEvent, why_unreadable
 
 if TYPE_CHECKING:
@@ -34,11 +37,14 @@ if TYPE_CHECKING:
 # BatchWriteItem's limit of requests per call.
 BATCH_WRITE_LIMIT = 25
 
+# An item's key: its partition and sort keys (strings in the loans table).
+Key = tuple[str, str]
+
 
 @dataclass(frozen=True)
 class StoredEvent:
-    """A readable outbox item: its event, and the item itself (DynamoDB-typed) as loans-api committed it,
-    which is what its mark writes back (the stream's NewImage of its INSERT, or the sweeper's read)."""
+    """A readable outbox item: its event, and the item itself (DynamoDB-typed) as read from the table,
+    which is what its mark writes back."""
 
     event: LoanEvent
     item: dict[str, Any]
@@ -57,6 +63,10 @@ class UnreadableItem:
 
 
 class OutboxStore(Protocol):
+    def read(self, keys: Sequence[Key]) -> tuple[dict[Key, dict[str, Any]], dict[Key, str]]:
+        """The items at `keys` that exist, strongly consistent, and {key: why} for each key left unread."""
+        ...
+
     def mark_notified(self, stored: Sequence[StoredEvent], published_at: datetime) -> dict[str, str]:
         """Mark `stored` NOTIFIED at `published_at`; {eventId: why} for each one left unmarked."""
         ...
@@ -91,8 +101,22 @@ class DynamoOutboxStore:
         self._sleep = sleep
         self._random = unit_random
 
+    def read(self, keys: Sequence[Key]) -> tuple[dict[Key, dict[str, Any]], dict[Key, str]]:
+        """shared/batch_read.py's bounded rounds of BatchGetItem (100 keys a call), strongly consistent. The
+        keys DynamoDB still leaves unprocessed after the last round, and every key when a call fails, are
+        returned unread, with why."""
+        typed = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in keys]
+        try:
+            items, left = batch_read(
+                self._client, self._table, typed, rounds=self._rounds, sleep=self._sleep, unit_random=self._random
+            )
+        except (ClientError, BotoCoreError) as error:
+            return {}, dict.fromkeys(keys, f"{type(error).__name__}: {error}")
+        why = f"left unprocessed by DynamoDB after {self._rounds.attempts} BatchGetItem calls"
+        return {_key(item): item for item in items}, {_key(key): why for key in left}
+
     def mark_notified(self, stored: Sequence[StoredEvent], published_at: datetime) -> dict[str, str]:
-        """Each item's committed image put back NOTIFIED, 25 a call. The items DynamoDB leaves unprocessed
+        """Each item as read put back NOTIFIED, 25 a call. The items DynamoDB leaves unprocessed
         are put again after a pause that doubles (shared/batch_read.py's rounds); those still unprocessed
         after the last round, and a call's items when it fails, are returned (still PENDING, unless marked
         meanwhile: the caller has them retried)."""
@@ -125,7 +149,7 @@ class DynamoOutboxStore:
         return [dict(request["PutRequest"]["Item"]) for request in requests if "PutRequest" in request]
 
 
-def _key(item: dict[str, Any]) -> tuple[str, str]:
+def _key(item: dict[str, Any]) -> Key:
     return str(item["pk"]["S"]), str(item["sk"]["S"])
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.relay.outbox_store import OutboxStore, StoredEvent, UnreadableItem
+from functions.relay.outbox_store import Key, OutboxStore, StoredEvent, UnreadableItem
 from functions.relay.publisher import EventPublisher
 from shared import metric_names as names
 from shared.events import LoanEvent
@@ -33,6 +34,16 @@ class OutboxRelay:
         self._metrics = metrics
         self._clock = clock
 
+    def read(self, keys: Sequence[Key]) -> tuple[dict[Key, dict[str, Any]], set[Key]]:
+        """The committed items at `keys` (strongly consistent), and the keys left unread (to retry), each
+        logged. A key with no item (never committed, or archived) is logged: it has nothing to publish."""
+        found, unread = self._store.read(keys)
+        for (pk, sk), reason in unread.items():
+            logger.warning("outbox item unread", extra={"pk": pk, "sk": sk, "reason": reason})
+        for pk, sk in (key for key in keys if key not in found and key not in unread):
+            logger.warning("no outbox item at the key: nothing published", extra={"pk": pk, "sk": sk})
+        return found, set(unread)
+
     def publish(self, events: Sequence[LoanEvent]) -> dict[str, str]:
         """Publish `events`; returns {eventId: reason} for those that failed (not marked)."""
         if not events:
@@ -52,7 +63,7 @@ class OutboxRelay:
         return failed
 
     def mark_all(self, stored: Sequence[StoredEvent]) -> dict[str, str]:
-        """Mark `stored` NOTIFIED (BatchWriteItem puts of their committed images, D6); returns {eventId: why}
+        """Mark `stored` NOTIFIED (BatchWriteItem puts of their items as read, D6); returns {eventId: why}
         for those whose mark failed, each logged (still PENDING: the caller has them retried)."""
         if not stored:
             return {}

@@ -1,61 +1,43 @@
 """DynamoDB Streams batch -> relay. Acts only on INSERTs of outbox items (the event source
 mapping filters the same way; this check keeps the relay's own NOTIFIED updates from looping
 wherever the filter is absent, e.g. moto). Reports partial batch failures, never raises for one record.
+
+A record names a key, nothing more: the relay reads the batch's items from the loans table by key, strongly
+consistent (one BatchGetItem for a batch of 100), and publishes and marks what it read, never the record's
+image (D6). So whoever may invoke the relay can only have real committed events published and marked early;
+a key with no item (never committed, or archived) is logged and neither published nor marked.
 An item it cannot read is skipped and counted, not retried: no retry makes it readable, and a
 retried record holds up its whole shard. It stays PENDING, so the sweeper keeps counting it.
 
 The partial batch response is written here, not by Powertools' BatchProcessor: the relay decides every
-record's fate for the whole batch at once (one publish, a BatchWriteItem per 25 marks), so a per-record
-handler had nothing left to do but look its verdict up, and the batch utility's import (asyncio for its
-async sibling, its parser's types) was the largest part of the relay's init beyond the floor
+record's fate for the whole batch at once (one read, one publish, a BatchWriteItem per 25 marks), so a
+per-record handler had nothing left to do but look its verdict up, and the batch utility's import (asyncio
+for its async sibling, its parser's types) was the largest part of the relay's init beyond the floor
 (BENCHMARKS.md section 5).
 Lambda's contract for a stream is `{"batchItemFailures": [{"itemIdentifier": <SequenceNumber>}]}`: it
-retries from the lowest one reported (bisecting the batch when the mapping says so)."""
+retries from the lowest one reported (bisecting the batch when the mapping says so): a record whose item
+was left unread, or whose event was not published or not marked."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
-from functions.relay.outbox_store import StoredEvent, UnreadableItem, read_outbox_item
+from functions.relay.outbox_store import Key, StoredEvent, UnreadableItem, read_outbox_item
 from functions.relay.service import OutboxRelay
 from shared import outbox
 
 
-def _outbox_insert(raw: dict[str, Any]) -> StoredEvent | UnreadableItem | None:
-    """The event of an outbox INSERT record, with its item as committed (the stream's NewImage: the table
-    streams new images, infra/data.py, which its mark writes back); None for any other record; why, if
-    unreadable."""
-    change = raw.get("dynamodb") or {}
-    keys = change.get("Keys") or {}
-    if raw.get("eventName") != "INSERT" or not outbox.is_outbox_item(keys):
+def _outbox_key(raw: dict[str, Any]) -> Key | None:
+    """The key of an outbox INSERT record (its `dynamodb.Keys`: a string pk, a string sk of an event);
+    None for any other record."""
+    change = raw.get("dynamodb")
+    keys = change.get("Keys") if isinstance(change, dict) else None
+    if raw.get("eventName") != "INSERT" or not isinstance(keys, dict) or not outbox.is_outbox_item(keys):
         return None
-    image = {**(change.get("NewImage") or {}), **keys}
-    return read_outbox_item({name: _client_typed(value) for name, value in image.items()})
-
-
-def _client_typed(value: Any) -> Any:
-    """A stream image's attribute value as the DynamoDB client takes it. Lambda delivers the record as JSON,
-    binaries as base64 text, which the client would encode again, so the mark (which puts the image back)
-    would store the text in place of the bytes; numbers stay the exact text they are. An item of any shape
-    may be in the stream: what is not a typed value is left as it is (and read as unreadable)."""
-    if not isinstance(value, dict) or len(value) != 1:
-        return value
-    [(kind, inner)] = value.items()
-    typed = value
-    try:
-        if kind == "B" and isinstance(inner, str):
-            typed = {"B": base64.b64decode(inner, validate=True)}
-        elif kind == "BS" and isinstance(inner, list):
-            typed = {"BS": [base64.b64decode(one, validate=True) if isinstance(one, str) else one for one in inner]}
-        elif kind == "M" and isinstance(inner, dict):
-            typed = {"M": {name: _client_typed(one) for name, one in inner.items()}}
-        elif kind == "L" and isinstance(inner, list):
-            typed = {"L": [_client_typed(one) for one in inner]}
-    except binascii.Error:  # not base64: not what Lambda sends; left as it is
-        return value
-    return typed
+    pk, sk = keys.get("pk"), keys["sk"]
+    if not isinstance(pk, dict) or not isinstance(pk.get("S"), str) or not pk["S"] or not isinstance(sk["S"], str):
+        return None
+    return pk["S"], sk["S"]
 
 
 class StreamRelay:
@@ -63,20 +45,25 @@ class StreamRelay:
         self._relay = relay
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        parsed = {_sequence(raw): _outbox_insert(raw) for raw in event.get("Records", [])}
-        stored = [value for value in parsed.values() if isinstance(value, StoredEvent)]
-        unreadable = [value for value in parsed.values() if isinstance(value, UnreadableItem)]
+        records = [raw for raw in event.get("Records", []) if isinstance(raw, dict)]
+        keyed = {_sequence(raw): _outbox_key(raw) for raw in records}
+        wanted = list(dict.fromkeys(key for key in keyed.values() if key is not None))  # in order, once each
+        found, unread = self._relay.read(wanted)
+        reads = {key: read_outbox_item(found[key]) for key in wanted if key in found}
+        stored = [value for value in reads.values() if isinstance(value, StoredEvent)]
+        unreadable = [value for value in reads.values() if isinstance(value, UnreadableItem)]
         if unreadable:
             self._relay.count_unreadable(unreadable)
         failed = self._relay.publish([one.event for one in stored])
         # The published ones' marks: a mark that failed fails its record, as a publish does.
         unmarked = self._relay.mark_all([one for one in stored if one.event.eventId not in failed])
-        # Not an outbox insert, or unreadable (counted above): nothing to retry. Failed: the stream retries from it.
-        retried = [
-            sequence
-            for sequence, value in parsed.items()
-            if isinstance(value, StoredEvent) and (value.event.eventId in failed or value.event.eventId in unmarked)
-        ]
+        # Not an outbox insert, no item, or unreadable (counted above): nothing to retry. Unread, or failed:
+        # the stream retries from it.
+        not_done = failed.keys() | unmarked.keys()
+        again = unread | {
+            key for key, read in reads.items() if isinstance(read, StoredEvent) and read.event.eventId in not_done
+        }
+        retried = [sequence for sequence, key in keyed.items() if key in again]
         return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in retried]}
 
 

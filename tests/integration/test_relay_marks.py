@@ -1,9 +1,10 @@
 """The NOTIFIED mark on a moto server (functions/relay/outbox_store.py, D6): BatchWriteItem puts of each event
-item as committed with `status` NOTIFIED and `publishedAt`. Safe because nothing else writes an event item
-after its commit: the relay and the sweeper marking the same event both leave it NOTIFIED and otherwise as
-committed; an event item's attributes other than `status` and `publishedAt` never change after its commit,
-whatever road 2 does; what DynamoDB leaves unprocessed is a failed mark for its record alone, retried; and
-a mark costs one write unit and no write of the changes index (bench/meter.py counts it)."""
+item as read from the table (never as an invocation says it is) with `status` NOTIFIED and `publishedAt`.
+Safe because nothing else writes an event item after its commit: the relay and the sweeper marking the same
+event both leave it NOTIFIED and otherwise as committed; an event item's attributes other than `status` and
+`publishedAt` never change after its commit, whatever road 2 does; what DynamoDB leaves unprocessed is a
+failed mark for its record alone, retried; and a mark costs one write unit and no write of the changes index
+(bench/meter.py counts it), the relay's read one read unit an event."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from bench.meter import Meter
@@ -127,6 +127,9 @@ class Unprocessing:
     def __init__(self, client: DynamoDBClient, held: set[str], rounds: int) -> None:
         self.client, self.held, self.rounds = client, held, rounds
         self.left: dict[str, int] = {}
+
+    def batch_get_item(self, **kwargs: Any) -> Any:
+        return self.client.batch_get_item(**kwargs)
 
     def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> Any:  # noqa: N803
         processed: dict[str, list[dict[str, Any]]] = {}
@@ -358,19 +361,25 @@ def test_a_stream_mark_keeps_binary_attributes_a_newer_writer_added_as_they_were
     relay = OutboxRelay(relay_bootstrap.sns_publisher(relay_settings), store, quiet_metrics("relay"), _now)
     # When the stream's relay publishes and marks it
     answer = StreamRelay(relay).handle({"Records": [insert]}, None)
-    # Then it is NOTIFIED and every other attribute is as committed: the same bytes, not their base64 text
+    # Then it is NOTIFIED and every other attribute is as committed: the same bytes the table holds (the item
+    # read back), not the record's base64 text
     assert answer == {"batchItemFailures": []}, answer
     final = item_of(dynamodb, resources, event)
     assert final["status"] == {"S": outbox.NOTIFIED}, final
     assert but_the_mark(final) == but_the_mark(image), (final, image)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the mark is an unconditional put of whatever image the invocation carries (D6): whoever may invoke the "
-    "relay (lambda:InvokeFunction) can make its role rewrite any committed EVENT# item; the conditional UpdateItem "
-    "it replaced could only mark a PENDING item. Not fixed here: a conditional write or a read per item is the cost",
-)
+class Noting:
+    """A publisher that notes the events it is given, then publishes them through `inner`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.events = inner, list[LoanEvent]()
+
+    def publish(self, events: Sequence[LoanEvent]) -> dict[str, str]:
+        self.events += events
+        return cast(dict[str, str], self.inner.publish(events))
+
+
 def test_an_invocation_carrying_a_forged_image_of_a_committed_event_does_not_rewrite_it(
     dynamodb: DynamoDBClient, resources, relay_settings
 ):
@@ -380,14 +389,72 @@ def test_an_invocation_carrying_a_forged_image_of_a_committed_event_does_not_rew
     store = DynamoOutboxStore(aws.client("dynamodb", resources.region, resources.endpoint_url), resources.loans_table)
     assert store.mark_notified([stored(image)], _now()) == {}
     marked = item_of(dynamodb, resources, event)
-    # When someone invokes the relay with an INSERT record of the same key whose image says another thing
+    # When someone invokes the relay with an INSERT record of the same key whose image says another thing, and
+    # one of a key where nothing was ever committed
     forged = {**image, "type": {"S": "LoanDisbursed"}, "occurredAt": {"S": "2020-01-01T00:00:00Z"}}
     insert = {"eventName": "INSERT", "dynamodb": {"SequenceNumber": "1", "Keys": key_of(event), "NewImage": forged}}
-    relay = OutboxRelay(relay_bootstrap.sns_publisher(relay_settings), store, quiet_metrics("relay"), _now)
-    StreamRelay(relay).handle({"Records": [insert]}, None)
+    never = stale_event("forged", 2, minutes_ago=0)
+    invented = {"eventName": "INSERT", "dynamodb": {"SequenceNumber": "2", "Keys": key_of(never),
+                                                    "NewImage": outbox.outbox_item(never)}}  # fmt: skip
+    publisher = Noting(relay_bootstrap.sns_publisher(relay_settings))
+    relay = OutboxRelay(publisher, store, quiet_metrics("relay"), _now)
+    answer = StreamRelay(relay).handle({"Records": [insert, invented]}, None)
     # Then the committed event is as it was: a mark changes its status and publication time alone
+    assert answer == {"batchItemFailures": []}, answer
     final = item_of(dynamodb, resources, event)
     assert but_the_mark(final) == but_the_mark(marked), (final, marked)
+    # And what was published is the committed event alone, not the forged content nor the invented event
+    assert publisher.events == [event], publisher.events
+    # And nothing was written where nothing was committed
+    absent = dynamodb.get_item(TableName=resources.loans_table, Key=key_of(never), ConsistentRead=True)
+    assert "Item" not in absent, absent
+
+
+def test_the_stream_relay_reads_a_batch_in_one_batchgetitem_one_read_unit_an_event(
+    dynamodb: DynamoDBClient, resources, relay_settings
+):
+    # Given ten committed events (each under 4 KB), and their INSERT records
+    events = [stale_event("read", seq, minutes_ago=0) for seq in range(1, 11)]
+    images = committed(dynamodb, resources, *events)
+    records = [{"eventName": "INSERT", "dynamodb": {"SequenceNumber": str(n), "Keys": key_of(e), "NewImage": i}}
+               for n, (e, i) in enumerate(zip(events, images, strict=True))]  # fmt: skip
+    # When the stream's relay handles them under the benchmark's meter
+    with Meter() as meter:
+        handle = relay_bootstrap.build_stream_handler(relay_settings, quiet_metrics("relay"))
+        answer = handle({"Records": records}, None)
+    usage = meter.snapshot()
+    # Then it read them in one strongly consistent BatchGetItem, one read unit an event, and marked them
+    assert answer == {"batchItemFailures": []}, answer
+    assert usage.calls["dynamodb:BatchGetItem"] == 1, usage.calls
+    assert usage.rcu_by.get((resources.loans_table, "table")) == 10.0, usage.rcu_by
+    assert usage.calls["dynamodb:BatchWriteItem"] == 1, usage.calls
+
+
+def test_a_record_whose_item_the_read_left_unprocessed_fails_alone_and_its_retry_publishes_it(
+    dynamodb: DynamoDBClient, resources, relay_settings, faults
+):
+    # Given two committed events, and a BatchGetItem refused through every round of the relay's read
+    events = [stale_event("unread", seq, minutes_ago=0) for seq in (1, 2)]
+    images = committed(dynamodb, resources, *events)
+    records = [{"eventName": "INSERT", "dynamodb": {"SequenceNumber": str(n), "Keys": key_of(e), "NewImage": i}}
+               for n, (e, i) in enumerate(zip(events, images, strict=True))]  # fmt: skip
+    store = DynamoOutboxStore(
+        aws.client("dynamodb", resources.region, resources.endpoint_url), resources.loans_table, sleep=lambda _: None
+    )
+    publisher = Noting(relay_bootstrap.sns_publisher(relay_settings))
+    relay = StreamRelay(OutboxRelay(publisher, store, quiet_metrics("relay"), _now))
+    faults.add(FaultRule("dynamodb", "BatchGetItem", "InternalServerError", limit=99))
+    # When the relay handles them
+    answer = relay.handle({"Records": records}, None)
+    # Then both records fail (Lambda retries them), nothing was published, both still PENDING
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "0"}, {"itemIdentifier": "1"}]}, answer
+    assert publisher.events == [], publisher.events
+    assert [item_of(dynamodb, resources, e) for e in events] == images
+    # And once the table answers, the retry publishes and marks both
+    faults.clear()
+    assert relay.handle({"Records": records}, None) == {"batchItemFailures": []}
+    assert publisher.events == events, publisher.events
+    assert [item_of(dynamodb, resources, e)["status"]["S"] for e in events] == [outbox.NOTIFIED] * 2
 
 
 def test_a_sweeper_mark_keeps_every_attribute_it_does_not_know_as_committed(

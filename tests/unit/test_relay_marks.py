@@ -125,3 +125,37 @@ def test_one_item_twice_in_a_batch_is_put_once_and_both_are_answered():
     # Then each call put it once, and its failure is reported
     assert all(ids == ["e-0"] for ids in client.calls), client.calls
     assert list(failed) == ["e-0"], failed
+
+
+class BatchGets:
+    """A DynamoDB client's BatchGetItem over `items`: leaves the keys of `held` unprocessed on every call."""
+
+    def __init__(self, items: list[dict[str, Any]], held: frozenset[str] = frozenset()) -> None:
+        self.items = {(i["pk"]["S"], i["sk"]["S"]): i for i in items}
+        self.held = held
+        self.calls: list[int] = []
+
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:  # noqa: N803
+        wanted = RequestItems[TABLE]
+        assert wanted["ConsistentRead"] is True, wanted
+        keys = [(k["pk"]["S"], k["sk"]["S"]) for k in wanted["Keys"]]
+        self.calls.append(len(keys))
+        left = [k for k in wanted["Keys"] if k["pk"]["S"] in self.held]
+        found = [self.items[key] for key in keys if key in self.items and key[0] not in self.held]
+        return {"Responses": {TABLE: found}, "UnprocessedKeys": {TABLE: {**wanted, "Keys": left}} if left else {}}
+
+
+def test_a_read_answers_the_items_there_strongly_consistent_and_the_keys_left_unprocessed_with_why():
+    # Given three committed items, one of them left unprocessed by every BatchGetItem, and a key with no item
+    batch = stored(3)
+    keys = [(one.item["pk"]["S"], one.item["sk"]["S"]) for one in batch]
+    client = BatchGets([one.item for one in batch], held=frozenset({keys[1][0]}))
+    sleeps: list[float] = []
+    store = DynamoOutboxStore(cast(Any, client), TABLE, ROUNDS, sleep=sleeps.append, unit_random=lambda: 0.0)
+    # When the relay's store reads them
+    found, unread = store.read([*keys, ("JOURNEY#none", "EVENT#00000001")])
+    # Then the two read are answered as the table holds them, the held one is unread (after every round), the
+    # key with no item is neither
+    assert found == {keys[0]: batch[0].item, keys[2]: batch[2].item}, found
+    assert unread == {keys[1]: "left unprocessed by DynamoDB after 3 BatchGetItem calls"}, unread
+    assert client.calls == [4, 1, 1], client.calls
