@@ -30,7 +30,7 @@ from shared.keys import EVENT_PREFIX, event_sk, journey_pk
 from shared.tables import CHANGES_INDEX
 from tests.integration.journeys import journey_in, simulate
 from tests.integration.test_backstop import stale_event
-from tests.integration.test_second_road import drain
+from tests.integration.test_second_road import drain, noting_answers
 from tests.support import quiet_metrics
 
 if TYPE_CHECKING:
@@ -288,26 +288,6 @@ def stream_records(resources) -> list[dict[str, Any]]:
             found += [dict(r) for r in page["Records"]]
             iterator = page.get("NextShardIterator", "")
     return found
-
-
-def noting_answers(stream_poller) -> list[Any]:
-    """The relay's answers from now on, one per batch: its outbox INSERTs' eventIds by sequence number, and
-    the sequence numbers it failed (the poller here has no filter: the relay also sees its own marks)."""
-    answers: list[Any] = []
-    handler = stream_poller.handler
-
-    def noting(event: dict[str, Any], context: Any) -> Any:
-        answer = handler(event, context)
-        ids = {
-            r["dynamodb"]["SequenceNumber"]: r["dynamodb"]["NewImage"]["eventId"]["S"]
-            for r in event["Records"]
-            if r["eventName"] == "INSERT" and "eventId" in r["dynamodb"].get("NewImage", {})
-        }
-        answers.append((ids, [f["itemIdentifier"] for f in answer["batchItemFailures"]]))
-        return answer
-
-    stream_poller.handler = noting
-    return answers
 
 
 def drain_stream(stream_poller) -> None:
