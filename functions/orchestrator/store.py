@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 from shared.control_record import ControlRecord
 from shared.control_store import DynamoControlRecordStore, control_item, record_of
 from shared.dynamo import error_code, from_item, to_item
+from shared.errors import StoreContention
 from shared.keys import CUSTOMER_INDEX, CUSTOMER_PARTITION_ATTRIBUTE, CUSTOMER_SORT_ATTRIBUTE, JOURNEY_PREFIX
 
 
@@ -25,6 +26,8 @@ class DynamoJourneyStore(DynamoControlRecordStore):
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
+            if error_code(error) == "TransactionConflictException":  # a transaction holds the record's key
+                raise StoreContention("another transaction held the journey's record; retrying is safe") from error
             if error_code(error) != "ConditionalCheckFailedException":
                 raise
             item = error.response.get("Item")

@@ -55,6 +55,9 @@ ERRORS: dict[str, tuple[frozenset[str], ErrorShape | None]] = {
     "ReplyLost": (frozenset({"dynamodb", "dynamodbstreams", "sns", "sqs"}), None),
 }
 KINDS = tuple(ERRORS)
+# What DynamoDB answers a single-item write (PutItem, UpdateItem, DeleteItem) whose item a transaction holds.
+_ITEM_IN_A_TRANSACTION = ErrorShape(400, "TransactionConflictException", "Transaction is ongoing for the item")
+SINGLE_ITEM_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ def identify(environ: dict[str, Any], body: bytes) -> Call | None:
 
 def answer(call: Call, kind: str, rng: random.Random, start_response: Callable[..., Any]) -> list[bytes]:
     """The fault `kind` (one of KINDS, not ReplyLost: that one is no answer) as `call`'s service answers it."""
+    if kind == "TransactionConflict" and call.operation != "TransactWriteItems":
+        return _error(call, _ITEM_IN_A_TRANSACTION, start_response)
     if kind == "TransactionConflict":
         return _transaction_conflict(call, rng, start_response)
     if kind == "PublishBatchFailed":

@@ -8,6 +8,7 @@ the error shape the real service uses, so botocore parses and retries it exactly
 | kind | answer |
 |---|---|
 | TransactionConflict | TransactWriteItems: 400 TransactionCanceledException, one reason `TransactionConflict` |
+| TransactionConflict | PutItem, UpdateItem, DeleteItem: 400 TransactionConflictException (a transaction holds it) |
 | ThrottlingException, ProvisionedThroughputExceededException | DynamoDB: 400 (botocore retries: throttling) |
 | InternalServerError, ServiceUnavailable | DynamoDB: 500 / 503 (botocore retries: transient) |
 | PublishBatchFailed | SNS PublishBatch: 200 with every entry in `Failed` (nothing published) |
@@ -36,7 +37,7 @@ from typing import Any
 from werkzeug import Request
 
 from saga.local import aws_errors
-from saga.local.aws_errors import ERRORS, KINDS, Call
+from saga.local.aws_errors import ERRORS, KINDS, SINGLE_ITEM_WRITES, Call
 
 CONTROL_PATH = "/_saga/faults"
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -58,8 +59,8 @@ class FaultRule:
             raise ValueError(f"unknown AWS fault kind {self.kind!r}; known: {', '.join(KINDS)}")
         if self.service not in ERRORS[self.kind][0]:
             raise ValueError(f"{self.kind} is not a fault of {self.service!r}")
-        if self.kind == "TransactionConflict" and self.operation != "TransactWriteItems":
-            raise ValueError("TransactionConflict is a TransactWriteItems fault")
+        if self.kind == "TransactionConflict" and self.operation not in {"TransactWriteItems", *SINGLE_ITEM_WRITES}:
+            raise ValueError("TransactionConflict is a fault of TransactWriteItems and of single-item writes")
         if self.kind == "PublishBatchFailed" and self.operation != "PublishBatch":
             raise ValueError("PublishBatchFailed is a PublishBatch fault")
         if not 0.0 <= self.rate <= 1.0:

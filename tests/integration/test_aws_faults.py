@@ -197,9 +197,9 @@ def test_provisioning_survives_a_create_table_retried_after_its_reply_was_lost(f
 
 
 def test_a_journey_creation_cancelled_by_a_conflict_is_a_503_the_agent_may_retry(faults, orchestrator: ApiClient):
-    # Given DynamoDB cancels the orchestrator's creation transaction once with TransactionConflict
-    # (found by the soak: it was an unhandled error, a 500 "internal")
-    faults.add(FaultRule("dynamodb", "TransactWriteItems", "TransactionConflict", match='"journeys"', limit=1))
+    # Given DynamoDB refuses the orchestrator's creating write once with TransactionConflict (a transaction
+    # held the record's key; found by the soak when the create was a transaction: an unhandled error, a 500)
+    faults.add(FaultRule("dynamodb", "PutItem", "TransactionConflict", match='"journeys"', limit=1))
     # When an agent creates a journey with its key, Then a 503 `contention` it may retry
     response = orchestrator.post("/journeys", {"customerId": "c-1"}, key="agent-1")
     problem = json.loads(response.body)

@@ -133,7 +133,7 @@ def test_one_key_from_two_callers_makes_two_journeys_with_ids_of_their_own(orche
 
 
 def test_a_journey_the_audit_rebuilt_still_answers_its_keys_create_and_is_still_listed(
-    orchestrator, dynamodb, resources
+    orchestrator, dynamodb: DynamoDBClient, resources
 ):
     # Given a keyed journey, priced, whose record was then forged ahead of loans-api (a restore of one table)
     made = json_of(create(orchestrator, "c-1", "k-1"))
