@@ -7,7 +7,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-# -- both tables: a service's receipts (each service owns its own, in its own table) -----------------
+# -- loans-api's receipts, in its own table (the orchestrator keeps none: a keyed create's journeyId is derived
+# from its key, docs/ARCHITECTURE.md D2; `RECEIPT#` items of earlier releases in the journeys table expire) --
 RECEIPT_PREFIX = "RECEIPT#"
 RECEIPT_SK = "RECEIPT"
 
