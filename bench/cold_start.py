@@ -167,10 +167,11 @@ def import_profile(name: str, env: dict[str, str], floor: Collection[str]) -> di
     return {package: round(ms, 1) for package, ms in top}
 
 
-def cold_start_ms(runs: int) -> ColdStart:
+def cold_start_ms(runs: int, *, smoke: bool = False) -> ColdStart:
     """The floor and every function, each run in the same loop (so a noisy neighbour hits them alike):
     a fresh interpreter's CPU time until init is done, and its wall time from spawn, with bytecode and
-    compiled from source."""
+    compiled from source. In a smoke run (figures that mean nothing) the source runs keep what they compile,
+    so only the first compiles the libraries: each run compiling them all was a third of the suite's smoke."""
     moto = MotoProcess().start()
     try:
         r = provision(moto.url)
@@ -188,7 +189,9 @@ def cold_start_ms(runs: int) -> ColdStart:
         first_cpu: dict[str, list[float]] = {}
         status: dict[str, int] = {}
         with tempfile.TemporaryDirectory() as empty:
-            source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
+            source_env = {**env, "PYTHONPYCACHEPREFIX": empty}
+            if not smoke:
+                source_env["PYTHONDONTWRITEBYTECODE"] = "1"
             # Warm: the "pyc" runs find compiled files, as the layer has them (one interpreter runs every child's code).
             warm = "".join(f"exec({_child_code(name, -1)!r}, {{}})\n" for name in (FLOOR, *COLD_START))
             subprocess.run([sys.executable, "-c", warm], check=True, env=env, capture_output=True)

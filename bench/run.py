@@ -89,7 +89,7 @@ def measure(smoke: bool) -> dict[str, Any]:
         stage("drain")
     finally:
         moto.stop()
-    cold = cold_start_ms(1 if smoke else 20)
+    cold = cold_start_ms(1 if smoke else 20, smoke=smoke)
     stage("coldStart")
     guard = input_guard(1 if smoke else 15)
     stage("inputGuard")

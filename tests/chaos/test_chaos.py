@@ -187,10 +187,13 @@ class Agent:
 
 
 @pytest.mark.slow
-def test_8_fifty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_double_nothing(
+def test_8_twenty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_double_nothing(
     system, clean_proxy, capsys
 ):
     # (on the session's system: what it asserts is about its own journeys, whatever other tests left there)
+    # Twenty journeys hold every script below (a second quote, a cancel, a repeated disburse, each with the
+    # others) twice over, with ten at once; the soak (tests/chaos/test_soak.py) adds agents racing on the
+    # same journeys, and `make soak` the volume.
     random.seed(8)
     cut_replies(system, toxicity=0.2)
     stats: Counter[str] = Counter()
@@ -198,7 +201,7 @@ def test_8_fifty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_dou
     agent = Agent(system, stats, versions, keys=str(uuid.uuid4()))
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=10) as pool:
-        journeys = list(pool.map(agent.run, range(50)))
+        journeys = list(pool.map(agent.run, range(20)))
     elapsed = time.monotonic() - started
     injected = system.toxiproxy.toxic(LOANS_PROXY, "cut").get("applied", "n/a (real Toxiproxy)")
     system.toxiproxy.reset()
@@ -225,7 +228,8 @@ def test_8_fifty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_dou
     assert disagreements == []
     assert (duplicates, lost) == (0, 0), off
     if isinstance(injected, int):
-        assert injected > 10, "the fault proxy should have cut about one reply in five"
+        # about one in five of ~75 replies (at least 80 calls reach loans-api): fewer than 5 has odds under 1 in 2,000
+        assert injected >= 5, f"the fault proxy should have cut about one reply in five, it cut {injected}"
     assert report["outbox"]["pending"] == 0
     code, listed = system.saga("dlq", "list", "--json")
     assert code == 0, listed
