@@ -25,7 +25,7 @@ from typing import Any
 import urllib3
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-from saga.local import moto_deployment, moto_metrics, moto_queries, moto_transactions
+from saga.local import moto_deployment, moto_dispatch, moto_metrics, moto_queries, moto_transactions
 from saga.local.aws_faults import CONTROL_PATH, AwsFaultInjector, FaultRule
 from saga.threaded_http import ThreadedHttpServer
 
@@ -50,6 +50,7 @@ class MotoServer(ThreadedHttpServer):
         faults: tuple[FaultRule, ...] = (),
         fault_seed: int | None = None,
     ) -> None:
+        moto_dispatch.install()
         moto_transactions.install()
         moto_queries.install()
         moto_deployment.install()

@@ -44,3 +44,25 @@ def test_a_stopped_endpoint_answers_no_one():
     except Exception as error:  # a connection error, of whichever kind botocore raises
         answer = error
     assert "Connection" in type(answer).__name__, f"a stopped endpoint answered: {answer!r}"
+
+
+def test_moto_answers_its_dispatch_lookups_once_and_the_same_as_before(moto_server: MotoServer, monkeypatch):
+    # Given the endpoint, which has served calls already (saga/local/moto_dispatch.py kept moto's answers)
+    from moto import backends
+    from moto.core import responses
+    from moto.dynamodb.responses import DynamoHandler
+
+    from saga.local import moto_dispatch
+
+    dynamodb = aws.client("dynamodb", "us-east-1", moto_server.url, aws.AwsCallBudget(max_attempts=1))
+    dynamodb.list_tables()
+    # When it serves more calls, with every folder listing counted
+    listed: list[str] = []
+    real_listdir = moto_dispatch.backends.os.listdir
+    monkeypatch.setattr(moto_dispatch.backends.os, "listdir", lambda path: listed.append(path) or real_listdir(path))
+    for _ in range(3):
+        dynamodb.list_tables()
+    # Then it listed no folder to find the service, and its answers are moto's own
+    assert listed == []
+    assert tuple(backends.list_of_moto_modules()) == tuple(moto_dispatch._original_modules())
+    assert responses.method_names_from_class(DynamoHandler) == moto_dispatch._original_methods(DynamoHandler)

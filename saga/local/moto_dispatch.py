@@ -1,0 +1,49 @@
+"""moto's dispatch, made cheaper: what it looks up again on every request, looked up once.
+
+moto (5.x) finds the service of each request by listing its own package's folders from disk
+(`backends.list_of_moto_modules`: ~55 `stat` calls a request), and each response class its methods by
+inspecting the class (`method_names_from_class`). Neither can change while the endpoint runs, and the
+two were a fifth of the endpoint's CPU for a GetItem (2.8 ms), which every test and benchmark pays on
+every AWS call. Both answers are kept after the first: the same answers, once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+
+from moto import backends
+from moto.core import responses
+
+_original_modules = backends.list_of_moto_modules
+_original_methods = responses.method_names_from_class
+
+
+@functools.cache
+def _modules() -> tuple[str, ...]:
+    return tuple(_original_modules())
+
+
+def _list_of_moto_modules() -> Iterable[str]:
+    return _modules()
+
+
+@functools.cache
+def _method_names_from_class(clazz: object) -> list[str]:
+    return _original_methods(clazz)
+
+
+def _methods_of(clazz: object) -> list[str]:
+    return list(_method_names_from_class(clazz))  # a copy: moto's caller may change its list
+
+
+PATCHES: dict[object, tuple[str, Callable[..., object]]] = {
+    backends: ("list_of_moto_modules", _list_of_moto_modules),
+    responses: ("method_names_from_class", _methods_of),
+}
+
+
+def install() -> None:
+    """Replace moto's two lookups with kept answers (idempotent)."""
+    for module, (name, patched) in PATCHES.items():
+        setattr(module, name, patched)
