@@ -20,7 +20,7 @@ from functions.relay import bootstrap as relay_bootstrap
 from functions.relay.settings import RelaySettings
 from saga.local.moto_server import MotoServer
 from saga.local.pollers import SqsPoller, StreamPoller
-from saga.local.resources import LocalResources, provision
+from saga.local.resources import LocalResources, ProvisionClients, provision
 from shared import aws
 from shared.settings import BaseSettings
 from tests.support import PATIENT_AWS, ApiClient, quiet_metrics
@@ -62,10 +62,16 @@ def faults(moto_server: MotoServer) -> Iterator[Any]:
     moto_server.faults.clear()
 
 
+@pytest.fixture(scope="session")
+def provision_clients(moto_server: MotoServer) -> ProvisionClients:
+    """The clients every test's provisioning calls through: made once (each costs more than its calls)."""
+    return ProvisionClients.of(moto_server.url, "us-east-1")
+
+
 @pytest.fixture
-def resources(moto_server: MotoServer) -> LocalResources:
+def resources(moto_server: MotoServer, provision_clients: ProvisionClients) -> LocalResources:
     urllib3.request("POST", f"{moto_server.url}/moto-api/reset")
-    return provision(moto_server.url)
+    return provision(moto_server.url, clients=provision_clients)
 
 
 @pytest.fixture
