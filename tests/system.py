@@ -20,8 +20,8 @@ import urllib3
 
 from saga.faultproxy.server import FaultProxyServer
 from saga.links import naming
+from tests import saga_command
 from tests.faultproxy_client import ToxiproxyClient
-from tests.support import PROCESS_PATIENCE
 from tools import ports
 
 if TYPE_CHECKING:
@@ -107,19 +107,8 @@ class System:
 
     def saga(self, *args: str) -> tuple[int, str]:
         """Run the ops CLI against this system."""
-        command = [
-            sys.executable,
-            "-m",
-            "saga.cli",
-            *args,
-            "--endpoint-url",
-            self.aws_url,
-            "--api-url",
-            self.api_url,
-            "--loans-api-url",
-            self.loans_url,
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=PROCESS_PATIENCE, check=False)
+        urls = ("--endpoint-url", self.aws_url, "--api-url", self.api_url, "--loans-api-url", self.loans_url)
+        done = saga_command.run([*args, *urls])
         return done.returncode, done.stdout + done.stderr
 
     def wait_for(self, predicate: Any, timeout: float = PATIENCE, interval: float = 0.1) -> Any:

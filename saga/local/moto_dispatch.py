@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 
-from moto import backends
-from moto.core import responses
+import moto.backends
+import moto.core.responses
+
+backends, responses = moto.backends, moto.core.responses
 
 _original_modules = backends.list_of_moto_modules
 _original_methods = responses.method_names_from_class
@@ -29,8 +31,8 @@ def _list_of_moto_modules() -> Iterable[str]:
 
 
 @functools.cache
-def _method_names_from_class(clazz: object) -> list[str]:
-    return _original_methods(clazz)
+def _method_names_from_class(clazz: object) -> tuple[str, ...]:
+    return tuple(_original_methods(clazz))
 
 
 def _methods_of(clazz: object) -> list[str]:

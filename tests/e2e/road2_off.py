@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared import aws, tables
-from tests.support import PATIENT_AWS, PROCESS_PATIENCE
+from tests import saga_command
+from tests.support import PATIENT_AWS
 from tests.system import free_port, read_log, start_local, stop_local
 
 if TYPE_CHECKING:
@@ -46,14 +45,7 @@ def run_saga(*args: str, state_file: Path | None = None, urls: tuple[str, ...] =
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_ENDPOINT_URL"))}
     if state_file is not None:
         env["SAGA_STATE_FILE"] = str(state_file)
-    done = subprocess.run(
-        [sys.executable, "-m", "saga.cli", *args, *urls],
-        capture_output=True,
-        text=True,
-        timeout=PROCESS_PATIENCE,
-        check=False,
-        env=env,
-    )
+    done = saga_command.run([*args, *urls], env)
     return Answer(done.returncode, done.stdout, done.stderr)
 
 

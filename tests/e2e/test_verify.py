@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -20,8 +19,9 @@ import urllib3
 from saga.local.resources import LocalResources, provision
 from shared import aws
 from shared.capacity import DEFAULT_CAPACITY
+from tests import saga_command
 from tests.e2e.deployed_stack import ORCHESTRATOR_KEY, REGION, IamGateway, StackSpec, deploy
-from tests.support import PATIENT_AWS, PROCESS_PATIENCE
+from tests.support import PATIENT_AWS
 
 if TYPE_CHECKING:
     from mypy_boto3_apigateway import APIGatewayClient
@@ -65,10 +65,7 @@ class Deployment:
         # A hang guard on road 2 and the alarm topic, not a budget: each check ends once what it waits for holds,
         # and none of these tests expects one to run out (PATIENCE, 60 s, is too short for road 2 on a busy machine).
         wait = str(ROAD_TWO_PATIENCE)
-        command = [sys.executable, "-m", "saga.cli", "verify", "--region", REGION, "--wait", wait, *args]
-        return subprocess.run(
-            command, capture_output=True, text=True, env=environment, timeout=PROCESS_PATIENCE, check=False
-        )
+        return saga_command.run(["verify", "--region", REGION, "--wait", wait, *args], environment)
 
     def verify(self, stack: str) -> tuple[int, dict[str, Any]]:
         """`saga verify --stack STACK --json`: its exit code, and each check's outcome by name."""

@@ -4,6 +4,7 @@ kept alive: tests/integration/test_keep_alive.py)."""
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Any
 
@@ -48,18 +49,22 @@ def test_a_stopped_endpoint_answers_no_one():
 
 def test_moto_answers_its_dispatch_lookups_once_and_the_same_as_before(moto_server: MotoServer, monkeypatch):
     # Given the endpoint, which has served calls already (saga/local/moto_dispatch.py kept moto's answers)
-    from moto import backends
-    from moto.core import responses
     from moto.dynamodb.responses import DynamoHandler
 
     from saga.local import moto_dispatch
+    from saga.local.moto_dispatch import backends, responses
 
     dynamodb = aws.client("dynamodb", "us-east-1", moto_server.url, aws.AwsCallBudget(max_attempts=1))
     dynamodb.list_tables()
     # When it serves more calls, with every folder listing counted
     listed: list[str] = []
-    real_listdir = moto_dispatch.backends.os.listdir
-    monkeypatch.setattr(moto_dispatch.backends.os, "listdir", lambda path: listed.append(path) or real_listdir(path))
+    real_listdir = os.listdir
+
+    def listdir(path: str) -> list[str]:
+        listed.append(path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
     for _ in range(3):
         dynamodb.list_tables()
     # Then it listed no folder to find the service, and its answers are moto's own
