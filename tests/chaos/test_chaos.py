@@ -194,9 +194,9 @@ def test_8_twenty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_do
     system, clean_proxy, capsys
 ):
     # (on the session's system: what it asserts is about its own journeys, whatever other tests left there)
-    # Twenty journeys hold every script below (a second quote, a cancel, a repeated disburse, each with the
-    # others) twice over, with ten at once; the soak (tests/chaos/test_soak.py) adds agents racing on the
-    # same journeys, and `make soak` the volume.
+    # Twenty journeys, ten at once, hold every script of Agent.run at least once: a second quote (7 times),
+    # a cancel (4), a repeated disburse (4), a second quote then a cancel (2) or a repeated disburse (1). The
+    # soak (tests/chaos/test_soak.py) adds agents racing on the same journeys, and `make soak` the volume.
     random.seed(8)
     cut_replies(system, toxicity=0.2)
     stats: Counter[str] = Counter()
@@ -231,7 +231,8 @@ def test_8_twenty_journeys_by_ten_agents_with_a_fifth_of_replies_cut_lose_and_do
     assert disagreements == []
     assert (duplicates, lost) == (0, 0), off
     if isinstance(injected, int):
-        # about one in five of ~75 replies (at least 80 calls reach loans-api): fewer than 5 has odds under 1 in 2,000
+        # one in five of the ~86 replies loans-api sends (20 journeys, ~4.3 commands each, plus the retries of
+        # the cut ones): fewer than 5 cut has odds of about 1 in 20,000
         assert injected >= 5, f"the fault proxy should have cut about one reply in five, it cut {injected}"
     assert report["outbox"]["pending"] == 0
     code, listed = system.saga("dlq", "list", "--json")

@@ -5,6 +5,7 @@ import is type-checked and no stale entry stays."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import tomllib
 from pathlib import Path
 
@@ -26,9 +27,18 @@ def _imported_modules() -> set[str]:
                 found |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.add(node.module)
-                if node.module in {"aws_cdk", "moto"}:  # `from aws_cdk import aws_lambda`: a module, not a class
-                    found |= {f"{node.module}.{a.name}" for a in node.names if a.name[0].islower()}
+                if node.module == "aws_cdk":  # `from aws_cdk import aws_lambda`: a module, not a class
+                    found |= {f"aws_cdk.{a.name}" for a in node.names if a.name[0].islower()}
+                elif node.module.split(".")[0] == "moto":  # `from moto.sqs import responses`: a module
+                    found |= {f"{node.module}.{a.name}" for a in node.names if _is_module(f"{node.module}.{a.name}")}
     return found
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
 
 
 IMPORTED = _imported_modules()
