@@ -26,7 +26,7 @@ from tests import saga_child
 from tests.support import PROCESS_PATIENCE
 
 # The libraries the commands import, none of which reads the environment when imported. Never a module of
-# this repository (tests/unit/test_saga_command.py checks the server holds none).
+# this repository (tests/integration/test_saga_command.py checks the server holds none).
 PRELOAD = [
     "aws_lambda_powertools.logging",
     "botocore.client",
