@@ -10,7 +10,6 @@ every AWS call. Both answers are kept after the first: the same answers, once.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
 
 import moto.backends
 import moto.core.responses
@@ -22,12 +21,8 @@ _original_methods = responses.method_names_from_class
 
 
 @functools.cache
-def _modules() -> tuple[str, ...]:
+def _list_of_moto_modules() -> tuple[str, ...]:
     return tuple(_original_modules())
-
-
-def _list_of_moto_modules() -> Iterable[str]:
-    return _modules()
 
 
 @functools.cache
@@ -39,13 +34,7 @@ def _methods_of(clazz: object) -> list[str]:
     return list(_method_names_from_class(clazz))  # a copy: moto's caller may change its list
 
 
-PATCHES: dict[object, tuple[str, Callable[..., object]]] = {
-    backends: ("list_of_moto_modules", _list_of_moto_modules),
-    responses: ("method_names_from_class", _methods_of),
-}
-
-
 def install() -> None:
     """Replace moto's two lookups with kept answers (idempotent)."""
-    for module, (name, patched) in PATCHES.items():
-        setattr(module, name, patched)
+    backends.list_of_moto_modules = _list_of_moto_modules
+    responses.method_names_from_class = _methods_of
